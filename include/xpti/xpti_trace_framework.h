@@ -1,0 +1,229 @@
+/* xptrace — the XPTI API (C11, usable from C++).
+ *
+ * Every function here is thread-safe.  An application links the proxy
+ * libxpti.a, whose stubs forward to the dispatcher named by
+ * XPTI_FRAMEWORK_DISPATCHER; with tracing off each stub returns the
+ * value given under "Off:" at the cost of one load and branch.  Linking
+ * libxptifw.so directly gives the same API without the proxy.
+ *
+ * Hot paths (xptiNotifySubscribers, xptiCheckTraceEnabled,
+ * xptiTraceEnabled, xptiFindEvent, xptiLookupString, xptiMakeEvent on an
+ * existing trace point) take no lock. */
+#ifndef XPTI_TRACE_FRAMEWORK_H
+#define XPTI_TRACE_FRAMEWORK_H
+
+#include "xpti_data_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- framework life cycle ------------------------------------------- */
+
+/* Initialise the dispatcher (load subscribers) if not done yet.  The
+ * dispatcher also does this by itself on first use.
+ * Returns SUCCESS.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiFrameworkInitialize(void);
+/* Finish every stream still initialised (subscribers' xptiTraceFinish).
+ * Returns SUCCESS.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiFrameworkFinalize(void);
+
+/* Announce a stream to every subscriber: calls each one's xptiTraceInit
+ * in XPTI_SUBSCRIBERS order.  Returns SUCCESS, INVALIDARG for a NULL or
+ * empty stream name, FALSE when tracing is off.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
+                                             uint32_t minor, const char *version);
+/* Wind a stream down: calls each subscriber's xptiTraceFinish.  NULL is
+ * ignored.  Streams not finalised by exit are finalised then. */
+XPTI_EXPORT_API void xptiFinalize(const char *stream);
+
+/* True when a dispatcher is loaded, tracing is not disabled and at
+ * least one valid subscriber is loaded (or tracing was forced on).
+ * Off: false. */
+XPTI_EXPORT_API bool xptiTraceEnabled(void);
+/* True when tracing is enabled and a callback is registered for
+ * (stream, trace_type); trace_type 0 asks for any callback on stream.
+ * Off: false. */
+XPTI_EXPORT_API bool xptiCheckTraceEnabled(uint8_t stream, uint16_t trace_type);
+/* Override the environment: force tracing on or off (tests, tools). */
+XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled);
+/* Proxy: load the dispatcher now if the first attempt did not (the
+ * environment is read again).  Dispatcher: same as xptiTraceEnabled. */
+XPTI_EXPORT_API bool xptiTraceTryToEnable(void);
+
+/* ---- streams ---------------------------------------------------------- */
+
+/* Id of the stream with this name, registering it on first use.  Up to
+ * 255 streams.  Returns XPTI_INVALID_STREAM_ID for NULL/empty names or a
+ * full table.  Off: XPTI_INVALID_STREAM_ID. */
+XPTI_EXPORT_API uint8_t xptiRegisterStream(const char *name);
+/* Drop every callback of a stream.  Returns SUCCESS, NOTFOUND for an
+ * unknown name, INVALIDARG for NULL.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name);
+/* Name of a registered stream, NULL if unknown.  Off: NULL. */
+XPTI_EXPORT_API const char *xptiLookupStreamName(uint8_t stream);
+/* Stream used when a producer has none of its own.  Off: invalid id /
+ * FAIL.  Set returns INVALIDARG for an unregistered id. */
+XPTI_EXPORT_API uint8_t xptiGetDefaultStreamID(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream);
+
+/* ---- callbacks and notification ------------------------------------- */
+
+/* Register cb for (stream, trace_type); callbacks run in registration
+ * order.  Returns SUCCESS, DUPLICATE if already registered, UNDELETE if
+ * it had been unregistered (it is active again), INVALIDARG for a NULL
+ * cb, trace type 0 or an unregistered stream.  May be called from
+ * xptiTraceInit and from inside callbacks.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trace_type,
+                                                   xpti_tracepoint_callback_api_t cb);
+/* Returns SUCCESS, NOTFOUND if cb is not registered for the pair,
+ * DUPLICATE if it is already unregistered, INVALIDARG for NULL.  A
+ * notification already in flight may still call cb once.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t trace_type,
+                                                     xpti_tracepoint_callback_api_t cb);
+/* Call every callback registered for (stream, trace_type).  Returns
+ * SUCCESS, FALSE when tracing is off, INVALIDARG for a NULL event
+ * (allowed, with user data, for function*, function_with_args*,
+ * mem_alloc*, mem_release* and diagnostics).  Lock-free.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t trace_type,
+                                                    xpti_trace_event_data_t *parent,
+                                                    xpti_trace_event_data_t *event,
+                                                    uint64_t instance, const void *user_data);
+
+/* ---- strings and objects -------------------------------------------- */
+
+/* Intern a string (copied); the same content always gets the same id.
+ * *table_string (if table_string is not NULL) receives the table's copy.
+ * Returns XPTI_INVALID_STRING_ID for NULL.  Off: invalid id. */
+XPTI_EXPORT_API uint32_t xptiRegisterString(const char *string, char **table_string);
+/* The string for an id, NULL if unknown.  Lock-free.  Off: NULL. */
+XPTI_EXPORT_API const char *xptiLookupString(uint32_t id);
+/* Store a copy of size bytes (a metadata value; type from
+ * xpti_metadata_type_t).  Equal content and type give the same id.
+ * Returns XPTI_INVALID_OBJECT_ID for NULL data.  Off: invalid id. */
+XPTI_EXPORT_API int32_t xptiRegisterObject(const char *data, size_t size, uint8_t type);
+/* The object for an id; {0, NULL, 0} if unknown.  Off: the same. */
+XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(int32_t id);
+
+/* ---- payloads and events -------------------------------------------- */
+
+/* Register a payload and return its universal ID (stored in
+ * payload->internal and payload->uid, flags gain REGISTERED).  The key is
+ * the content of (source file, name, line, column), or the code pointer
+ * when neither name nor file is given.  Returns XPTI_INVALID_UID for
+ * NULL or an empty payload.  Off: XPTI_INVALID_UID. */
+XPTI_EXPORT_API uint64_t xptiRegisterPayload(xpti_payload_t *payload);
+/* The event of a trace point: created on first use, the same event (and
+ * universal ID) for the same key afterwards.  Every call counts a visit:
+ * *instance_no (if not NULL) receives this visit's number, 1-based.
+ * name, if not NULL, names the payload when it has none.  Returns NULL
+ * for a NULL or empty payload.  Off: NULL. */
+XPTI_EXPORT_API xpti_trace_event_data_t *xptiMakeEvent(const char *name, xpti_payload_t *payload,
+                                                       uint16_t event_type,
+                                                       xpti_trace_activity_type_t activity,
+                                                       uint64_t *instance_no);
+/* The event with this universal ID, NULL if unknown.  Lock-free. */
+XPTI_EXPORT_API const xpti_trace_event_data_t *xptiFindEvent(uint64_t universal_id);
+/* The framework's copy of an event's payload, NULL for NULL/unknown. */
+XPTI_EXPORT_API const xpti_payload_t *xptiQueryPayload(xpti_trace_event_data_t *event);
+XPTI_EXPORT_API const xpti_payload_t *xptiQueryPayloadByUID(uint64_t universal_id);
+/* Events live as long as the process (their IDs are stable); releasing
+ * one only resets its instance count.  NULL is ignored. */
+XPTI_EXPORT_API void xptiReleaseEvent(xpti_trace_event_data_t *event);
+
+/* ---- metadata ----------------------------------------------------- */
+
+/* Attach key -> object to an event.  Returns SUCCESS, DUPLICATE if the
+ * key is already present, INVALIDARG for NULL event/key or an unknown
+ * object id.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event, const char *key,
+                                              int32_t value_object_id);
+/* Object id stored under key.  Returns SUCCESS, NOTFOUND, INVALIDARG. */
+XPTI_EXPORT_API xpti_result_t xptiQueryMetadata(const xpti_trace_event_data_t *event,
+                                                const char *key, int32_t *value_object_id);
+/* Iterate metadata in insertion order: index 0 .. count-1.  MetadataAt
+ * returns SUCCESS, NOTFOUND past the end, INVALIDARG for NULL. */
+XPTI_EXPORT_API uint32_t xptiMetadataCount(const xpti_trace_event_data_t *event);
+XPTI_EXPORT_API xpti_result_t xptiMetadataAt(const xpti_trace_event_data_t *event, uint32_t index,
+                                             uint32_t *key_string_id, int32_t *value_object_id);
+
+/* ---- user-defined types --------------------------------------------- */
+
+/* (tool_id << 8) | 0x80 | (n & 0x7f) for tool_name, tool ids 1..255
+ * given in order of first registration.  The begin/end bit of n is kept.
+ * Returns 0 for a NULL name, n > 127 or more than 255 tools.  Off: 0. */
+XPTI_EXPORT_API uint16_t xptiRegisterUserDefinedTracePoint(const char *tool_name,
+                                                           uint8_t user_defined_tp);
+XPTI_EXPORT_API uint16_t xptiRegisterUserDefinedEventType(const char *tool_name,
+                                                          uint8_t user_defined_event);
+/* Name of a tool id (XPTI_TOOL_ID of a user-defined type), NULL if none. */
+XPTI_EXPORT_API const char *xptiLookupToolName(uint8_t tool_id);
+
+/* ---- identifiers and thread-local state ----------------------------- */
+
+/* A process-unique, never-zero 64-bit number (a correlation id). */
+XPTI_EXPORT_API uint64_t xptiGetUniqueId(void);
+/* Thread-local universal ID carried between layers of one thread. */
+XPTI_EXPORT_API uint64_t xptiGetUniversalId(void);
+XPTI_EXPORT_API void xptiSetUniversalId(uint64_t universal_id);
+/* Thread-local (key, value) stash, one deep.  Stash returns DUPLICATE if
+ * a tuple is already stashed, INVALIDARG for a NULL key; Get returns
+ * NOTFOUND when nothing is stashed.  The key string is copied. */
+XPTI_EXPORT_API xpti_result_t xptiStashTuple(const char *key, uint64_t value);
+XPTI_EXPORT_API xpti_result_t xptiGetStashedTuple(char **key, uint64_t *value);
+XPTI_EXPORT_API void xptiUnstashTuple(void);
+
+/* Dispatcher only, for tests: forget all streams, callbacks, strings,
+ * events and user-defined types (memory from before stays valid). */
+XPTI_EXPORT_API void xptiReset(void);
+
+/* ---- scoped notification (C) ------------------------------------------ */
+
+typedef struct xpti_scoped_notify_t {
+  xpti_trace_event_data_t *parent;
+  xpti_trace_event_data_t *event;
+  uint64_t instance;
+  const void *user_data;
+  uint16_t end_type;
+  uint8_t stream;
+  bool active;
+} xpti_scoped_notify_t;
+
+static inline xpti_scoped_notify_t xpti_scoped_notify_begin(uint8_t stream, uint16_t begin_type,
+                                                            xpti_trace_event_data_t *parent,
+                                                            xpti_trace_event_data_t *event,
+                                                            uint64_t instance,
+                                                            const void *user_data) {
+  xpti_scoped_notify_t s;
+  s.parent = parent;
+  s.event = event;
+  s.instance = instance;
+  s.user_data = user_data;
+  s.end_type = (uint16_t)(begin_type | 1);
+  s.stream = stream;
+  s.active = xptiCheckTraceEnabled(stream, 0) &&
+             xptiNotifySubscribers(stream, begin_type, parent, event, instance, user_data) ==
+                 XPTI_RESULT_SUCCESS;
+  return s;
+}
+
+static inline void xpti_scoped_notify_end(xpti_scoped_notify_t *s) {
+  if (s->active)
+    (void)xptiNotifySubscribers(s->stream, s->end_type, s->parent, s->event, s->instance,
+                                s->user_data);
+}
+
+#define XPTI_CONCAT_INNER_(a, b) a##b
+#define XPTI_CONCAT_(a, b) XPTI_CONCAT_INNER_(a, b)
+/* Notify begin_type now and begin_type|1 when the enclosing scope ends.
+ * The end is sent exactly when the begin was delivered. */
+#define XPTI_SCOPED_NOTIFY(stream_id, begin_type, parent, event, instance, user_data)        \
+  __attribute__((cleanup(xpti_scoped_notify_end))) xpti_scoped_notify_t XPTI_CONCAT_(       \
+      xpti_scope_, __LINE__) =                                                                \
+      xpti_scoped_notify_begin((stream_id), (uint16_t)(begin_type), (parent), (event),        \
+                               (instance), (user_data))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XPTI_TRACE_FRAMEWORK_H */
