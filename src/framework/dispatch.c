@@ -1,0 +1,566 @@
+/* Streams, callbacks, notification, subscribers and the framework's life. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+#define MAX_STREAMS 255 /* id 255 is XPTI_INVALID_STREAM_ID */
+#define MAX_SUBSCRIBERS 64
+#define MAX_TOOLS 255
+
+/* Callbacks of one (stream, trace type): an append-only array published
+ * with one release store; unregistering clears an entry's active flag. */
+typedef struct cb_entry {
+  _Atomic(xpti_tracepoint_callback_api_t) fn;
+  _Atomic bool active;
+} cb_entry_t;
+
+typedef struct cb_list {
+  uint32_t cap;
+  _Atomic uint32_t count;
+  _Atomic uint32_t active;
+  cb_entry_t entry[];
+} cb_list_t;
+
+/* trace types are 16-bit: a page of 256 lists per high byte */
+typedef struct cb_page {
+  _Atomic(cb_list_t *) list[256];
+} cb_page_t;
+
+typedef struct stream {
+  _Atomic(cb_page_t *) page[256];
+  _Atomic(const char *) name; /* string table copy; NULL = not registered */
+  _Atomic uint32_t active;    /* active callbacks on the stream */
+  _Atomic uint32_t initialized, finalized;
+} stream_t;
+
+typedef struct subscriber {
+  void *handle;
+  const char *path;
+  xpti_trace_init_fn_t init;
+  xpti_trace_finish_fn_t finish;
+} subscriber_t;
+
+static struct {
+  _Atomic bool enabled; /* the answer of xptiTraceEnabled */
+  stream_t stream[256];
+  _Atomic uint32_t nstreams;
+  _Atomic uint8_t default_stream;
+  pthread_mutex_t lock; /* registration of streams, callbacks, tools */
+  subscriber_t sub[MAX_SUBSCRIBERS];
+  int nsubs;
+  bool env_disabled;
+  _Atomic(const char *) tool[MAX_TOOLS + 1]; /* tool id -> name */
+  _Atomic uint64_t next_unique_id;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .default_stream = XPTI_INVALID_STREAM_ID};
+
+static __thread uint64_t tls_universal_id __attribute__((tls_model("initial-exec")));
+static __thread const char *tls_stash_key __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_stash_value __attribute__((tls_model("initial-exec")));
+
+void report_once(_Atomic bool *said, const char *fmt, ...) {
+  if (said && atomic_exchange(said, true))
+    return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if (n > (int)sizeof line - 2)
+    n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  fwrite(line, 1, (size_t)n, stderr);
+}
+
+/* ---- start-up -------------------------------------------------------- */
+
+static void load_subscriber(const char *path) {
+  if (g.nsubs == MAX_SUBSCRIBERS) {
+    report_once(NULL, "xpti: too many subscribers, '%s' not loaded", path);
+    return;
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    report_once(NULL, "xpti: cannot load subscriber '%s': %s", path, dlerror());
+    return;
+  }
+  xpti_trace_init_fn_t init = (xpti_trace_init_fn_t)dlsym(h, "xptiTraceInit");
+  xpti_trace_finish_fn_t finish = (xpti_trace_finish_fn_t)dlsym(h, "xptiTraceFinish");
+  if (!init || !finish) {
+    report_once(NULL, "xpti: subscriber '%s' lacks %s; not loaded", path,
+                !init ? "xptiTraceInit" : "xptiTraceFinish");
+    dlclose(h);
+    return;
+  }
+  for (int i = 0; i < g.nsubs; i++)
+    if (g.sub[i].handle == h) { /* listed twice: one subscriber */
+      dlclose(h);
+      return;
+    }
+  g.sub[g.nsubs++] = (subscriber_t){h, strdup(path), init, finish};
+}
+
+static void load_subscribers(const char *list) {
+  char *copy = strdup(list), *save = NULL;
+  if (!copy)
+    return;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ' || *tok == '\t')
+      tok++;
+    char *end = tok + strlen(tok);
+    while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+      *--end = '\0';
+    if (*tok)
+      load_subscriber(tok);
+  }
+  free(copy);
+}
+
+static void finish_pending_streams(void);
+
+static void framework_init_once(void) {
+  const char *enable = getenv("XPTI_TRACE_ENABLE");
+  if (enable && (!strcmp(enable, "0") || !strcasecmp(enable, "false"))) {
+    g.env_disabled = true;
+  } else if (enable && strcmp(enable, "1") && strcasecmp(enable, "true")) {
+    report_once(NULL, "xpti: XPTI_TRACE_ENABLE='%s' is not 1, true, 0 or false; tracing disabled",
+                enable);
+    g.env_disabled = true;
+  }
+  if (!g.env_disabled) {
+    const char *subs = secure_getenv("XPTI_SUBSCRIBERS");
+    if (subs)
+      load_subscribers(subs);
+  }
+  atomic_store(&g.enabled, !g.env_disabled && g.nsubs > 0);
+  atexit(finish_pending_streams); /* runs before any library destructor */
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+void framework_ensure_init(void) { pthread_once(&g_once, framework_init_once); }
+
+__attribute__((constructor)) static void framework_constructor(void) {
+  intern_init(&g_strings);
+  intern_init(&g_objects);
+  framework_ensure_init();
+}
+
+XPTI_EXPORT_API xpti_result_t xptiFrameworkInitialize(void) {
+  framework_ensure_init();
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiFrameworkFinalize(void) {
+  finish_pending_streams();
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API bool xptiTraceEnabled(void) {
+  return atomic_load_explicit(&g.enabled, memory_order_relaxed);
+}
+
+XPTI_EXPORT_API bool xptiTraceTryToEnable(void) { return xptiTraceEnabled(); }
+
+XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled) {
+  atomic_store_explicit(&g.enabled, enabled, memory_order_relaxed);
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+static uint8_t stream_find(const char *table_name) {
+  uint32_t n = atomic_load_explicit(&g.nstreams, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
+    if (atomic_load_explicit(&g.stream[i].name, memory_order_acquire) == table_name)
+      return (uint8_t)i;
+  return XPTI_INVALID_STREAM_ID;
+}
+
+XPTI_EXPORT_API uint8_t xptiRegisterStream(const char *name) {
+  const char *copy;
+  if (!name || !*name || string_intern(name, &copy) == UINT32_MAX)
+    return XPTI_INVALID_STREAM_ID;
+  uint8_t id = stream_find(copy); /* interned: pointer equality is content equality */
+  if (id != XPTI_INVALID_STREAM_ID)
+    return id;
+  pthread_mutex_lock(&g.lock);
+  id = stream_find(copy);
+  if (id == XPTI_INVALID_STREAM_ID) {
+    uint32_t n = atomic_load_explicit(&g.nstreams, memory_order_relaxed);
+    if (n < MAX_STREAMS) {
+      atomic_store_explicit(&g.stream[n].name, copy, memory_order_release);
+      atomic_store_explicit(&g.nstreams, n + 1, memory_order_release);
+      id = (uint8_t)n;
+    } else {
+      static _Atomic bool said;
+      report_once(&said, "xpti: more than %d streams; '%s' not registered", MAX_STREAMS, name);
+    }
+  }
+  pthread_mutex_unlock(&g.lock);
+  return id;
+}
+
+static inline bool stream_registered(uint8_t id) {
+  return atomic_load_explicit(&g.stream[id].name, memory_order_acquire) != NULL;
+}
+
+XPTI_EXPORT_API const char *xptiLookupStreamName(uint8_t stream) {
+  return atomic_load_explicit(&g.stream[stream].name, memory_order_acquire);
+}
+
+XPTI_EXPORT_API uint8_t xptiGetDefaultStreamID(void) {
+  return atomic_load_explicit(&g.default_stream, memory_order_relaxed);
+}
+
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream) {
+  if (!stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  atomic_store_explicit(&g.default_stream, stream, memory_order_relaxed);
+  return XPTI_RESULT_SUCCESS;
+}
+
+/* ---- callbacks -------------------------------------------------------- */
+
+static cb_list_t *list_of(uint8_t stream, uint16_t type) {
+  cb_page_t *page = atomic_load_explicit(&g.stream[stream].page[type >> 8], memory_order_acquire);
+  return page ? atomic_load_explicit(&page->list[type & 0xff], memory_order_acquire) : NULL;
+}
+
+static cb_entry_t *entry_find(cb_list_t *l, xpti_tracepoint_callback_api_t cb) {
+  uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed) == cb)
+      return &l->entry[i];
+  return NULL;
+}
+
+static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool active) {
+  atomic_store_explicit(&e->active, active, memory_order_release);
+  if (active) {
+    atomic_fetch_add(&l->active, 1);
+    atomic_fetch_add(&s->active, 1);
+  } else {
+    atomic_fetch_sub(&l->active, 1);
+    atomic_fetch_sub(&s->active, 1);
+  }
+}
+
+XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trace_type,
+                                                   xpti_tracepoint_callback_api_t cb) {
+  if (!cb || trace_type == 0 || !stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  stream_t *s = &g.stream[stream];
+  xpti_result_t r = XPTI_RESULT_SUCCESS;
+  pthread_mutex_lock(&g.lock);
+  cb_page_t *page = atomic_load_explicit(&s->page[trace_type >> 8], memory_order_relaxed);
+  if (!page) {
+    if (!(page = xcalloc(1, sizeof *page))) {
+      r = XPTI_RESULT_FAIL;
+      goto out;
+    }
+    atomic_store_explicit(&s->page[trace_type >> 8], page, memory_order_release);
+  }
+  cb_list_t *l = atomic_load_explicit(&page->list[trace_type & 0xff], memory_order_relaxed);
+  cb_entry_t *e = entry_find(l, cb);
+  if (e) {
+    if (atomic_load_explicit(&e->active, memory_order_relaxed)) {
+      r = XPTI_RESULT_DUPLICATE;
+    } else {
+      entry_set_active(s, l, e, true);
+      r = XPTI_RESULT_UNDELETE;
+    }
+    goto out;
+  }
+  uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
+  if (!l || n == l->cap) {
+    uint32_t cap = l ? l->cap * 2 : 4;
+    cb_list_t *bigger = xcalloc(1, sizeof *bigger + cap * sizeof bigger->entry[0]);
+    if (!bigger) {
+      r = XPTI_RESULT_FAIL;
+      goto out;
+    }
+    bigger->cap = cap;
+    for (uint32_t i = 0; i < n; i++) {
+      atomic_init(&bigger->entry[i].fn, atomic_load(&l->entry[i].fn));
+      atomic_init(&bigger->entry[i].active, atomic_load(&l->entry[i].active));
+    }
+    atomic_init(&bigger->count, n);
+    atomic_init(&bigger->active, l ? atomic_load(&l->active) : 0);
+    atomic_store_explicit(&page->list[trace_type & 0xff], bigger, memory_order_release);
+    if (l)
+      retire(l); /* a notification may still be walking it */
+    l = bigger;
+  }
+  atomic_store_explicit(&l->entry[n].fn, cb, memory_order_relaxed);
+  atomic_store_explicit(&l->count, n + 1, memory_order_release);
+  entry_set_active(s, l, &l->entry[n], true);
+out:
+  pthread_mutex_unlock(&g.lock);
+  return r;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t trace_type,
+                                                     xpti_tracepoint_callback_api_t cb) {
+  if (!cb || trace_type == 0 || !stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  xpti_result_t r = XPTI_RESULT_SUCCESS;
+  pthread_mutex_lock(&g.lock);
+  cb_list_t *l = list_of(stream, trace_type);
+  cb_entry_t *e = entry_find(l, cb);
+  if (!e)
+    r = XPTI_RESULT_NOTFOUND;
+  else if (!atomic_load_explicit(&e->active, memory_order_relaxed))
+    r = XPTI_RESULT_DUPLICATE;
+  else
+    entry_set_active(&g.stream[stream], l, e, false);
+  pthread_mutex_unlock(&g.lock);
+  return r;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
+  const char *copy;
+  if (!name)
+    return XPTI_RESULT_INVALIDARG;
+  if (string_intern(name, &copy) == UINT32_MAX)
+    return XPTI_RESULT_FAIL;
+  uint8_t id = stream_find(copy);
+  if (id == XPTI_INVALID_STREAM_ID)
+    return XPTI_RESULT_NOTFOUND;
+  stream_t *s = &g.stream[id];
+  pthread_mutex_lock(&g.lock);
+  for (int hi = 0; hi < 256; hi++) {
+    cb_page_t *page = atomic_load_explicit(&s->page[hi], memory_order_relaxed);
+    for (int lo = 0; page && lo < 256; lo++) {
+      cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
+      uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
+      for (uint32_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
+          entry_set_active(s, l, &l->entry[i], false);
+    }
+  }
+  pthread_mutex_unlock(&g.lock);
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API bool xptiCheckTraceEnabled(uint8_t stream, uint16_t trace_type) {
+  if (!atomic_load_explicit(&g.enabled, memory_order_relaxed))
+    return false;
+  if (trace_type == 0)
+    return atomic_load_explicit(&g.stream[stream].active, memory_order_relaxed) != 0;
+  cb_list_t *l = list_of(stream, trace_type);
+  return l && atomic_load_explicit(&l->active, memory_order_relaxed) != 0;
+}
+
+/* Types whose notification may carry only user data (no event). */
+static inline bool event_optional(uint16_t type) {
+  switch (type) {
+  case XPTI_TRACE_FUNCTION_BEGIN:
+  case XPTI_TRACE_FUNCTION_END:
+  case XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN:
+  case XPTI_TRACE_FUNCTION_WITH_ARGS_END:
+  case XPTI_TRACE_MEM_ALLOC_BEGIN:
+  case XPTI_TRACE_MEM_ALLOC_END:
+  case XPTI_TRACE_MEM_RELEASE_BEGIN:
+  case XPTI_TRACE_MEM_RELEASE_END:
+  case XPTI_TRACE_DIAGNOSTICS:
+    return true;
+  default:
+    return false;
+  }
+}
+
+XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t trace_type,
+                                                    xpti_trace_event_data_t *parent,
+                                                    xpti_trace_event_data_t *event,
+                                                    uint64_t instance, const void *user_data) {
+  if (UNLIKELY(!atomic_load_explicit(&g.enabled, memory_order_relaxed)))
+    return XPTI_RESULT_FALSE;
+  if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
+    return XPTI_RESULT_INVALIDARG;
+  cb_list_t *l = list_of(stream, trace_type);
+  if (!l)
+    return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
+  uint32_t n = atomic_load_explicit(&l->count, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++) {
+    const cb_entry_t *e = &l->entry[i];
+    if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
+      atomic_load_explicit(&e->fn, memory_order_relaxed)(trace_type, parent, event, instance,
+                                                         user_data);
+  }
+  return XPTI_RESULT_SUCCESS;
+}
+
+/* ---- stream life: subscribers' init and finish ----------------------- */
+
+XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major, uint32_t minor,
+                                             const char *version) {
+  if (!stream || !*stream)
+    return XPTI_RESULT_INVALIDARG;
+  framework_ensure_init();
+  if (!xptiTraceEnabled())
+    return XPTI_RESULT_FALSE;
+  uint8_t id = xptiRegisterStream(stream);
+  if (id != XPTI_INVALID_STREAM_ID)
+    atomic_fetch_add(&g.stream[id].initialized, 1);
+  /* no lock held: subscribers register streams and callbacks from here */
+  for (int i = 0; i < g.nsubs; i++)
+    g.sub[i].init(major, minor, version, stream);
+  return XPTI_RESULT_SUCCESS;
+}
+
+static void finish_stream(const char *stream) {
+  for (int i = 0; i < g.nsubs; i++)
+    g.sub[i].finish(stream);
+}
+
+XPTI_EXPORT_API void xptiFinalize(const char *stream) {
+  if (!stream || !*stream)
+    return;
+  framework_ensure_init();
+  const char *copy;
+  if (string_intern(stream, &copy) == UINT32_MAX)
+    return;
+  uint8_t id = stream_find(copy);
+  if (id != XPTI_INVALID_STREAM_ID)
+    atomic_fetch_add(&g.stream[id].finalized, 1);
+  finish_stream(stream);
+}
+
+/* At exit and at xptiFrameworkFinalize: streams announced but never
+ * finalised get their finish, so subscribers can write what they hold. */
+static void finish_pending_streams(void) {
+  uint32_t n = atomic_load(&g.nstreams);
+  for (uint32_t i = 0; i < n; i++) {
+    stream_t *s = &g.stream[i];
+    uint32_t init = atomic_load(&s->initialized);
+    uint32_t fin = atomic_load(&s->finalized);
+    while (fin < init) {
+      if (atomic_compare_exchange_strong(&s->finalized, &fin, init)) {
+        finish_stream(atomic_load(&s->name));
+        break;
+      }
+    }
+  }
+}
+
+/* ---- user-defined types --------------------------------------------- */
+
+static uint8_t tool_id(const char *tool_name) {
+  const char *copy;
+  if (string_intern(tool_name, &copy) == UINT32_MAX)
+    return 0;
+  for (int i = 1; i <= MAX_TOOLS; i++) {
+    const char *t = atomic_load_explicit(&g.tool[i], memory_order_acquire);
+    if (t == copy)
+      return (uint8_t)i;
+    if (!t) { /* first free: claim it under the lock */
+      pthread_mutex_lock(&g.lock);
+      for (; i <= MAX_TOOLS; i++) {
+        t = atomic_load_explicit(&g.tool[i], memory_order_relaxed);
+        if (t == copy || !t) {
+          if (!t)
+            atomic_store_explicit(&g.tool[i], copy, memory_order_release);
+          pthread_mutex_unlock(&g.lock);
+          return (uint8_t)i;
+        }
+      }
+      pthread_mutex_unlock(&g.lock);
+      break;
+    }
+  }
+  static _Atomic bool said;
+  report_once(&said, "xpti: more than %d tools register user-defined types", MAX_TOOLS);
+  return 0;
+}
+
+static uint16_t user_defined(const char *tool_name, uint8_t value) {
+  if (!tool_name || value > 0x7f)
+    return 0;
+  uint8_t id = tool_id(tool_name);
+  return id ? (uint16_t)(XPTI_PACK_TOOL_ID(id) | XPTI_USER_DEFINED(value)) : 0;
+}
+
+XPTI_EXPORT_API uint16_t xptiRegisterUserDefinedTracePoint(const char *tool_name,
+                                                           uint8_t user_defined_tp) {
+  return user_defined(tool_name, user_defined_tp);
+}
+
+XPTI_EXPORT_API uint16_t xptiRegisterUserDefinedEventType(const char *tool_name,
+                                                          uint8_t user_defined_event) {
+  return user_defined(tool_name, user_defined_event);
+}
+
+XPTI_EXPORT_API const char *xptiLookupToolName(uint8_t id) {
+  return id ? atomic_load_explicit(&g.tool[id], memory_order_acquire) : NULL;
+}
+
+/* ---- identifiers and thread-local state ----------------------------- */
+
+XPTI_EXPORT_API uint64_t xptiGetUniqueId(void) {
+  return atomic_fetch_add_explicit(&g.next_unique_id, 1, memory_order_relaxed) + 1;
+}
+
+XPTI_EXPORT_API uint64_t xptiGetUniversalId(void) { return tls_universal_id; }
+
+XPTI_EXPORT_API void xptiSetUniversalId(uint64_t universal_id) {
+  tls_universal_id = universal_id;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiStashTuple(const char *key, uint64_t value) {
+  if (!key)
+    return XPTI_RESULT_INVALIDARG;
+  if (tls_stash_key)
+    return XPTI_RESULT_DUPLICATE;
+  const char *copy;
+  if (string_intern(key, &copy) == UINT32_MAX)
+    return XPTI_RESULT_FAIL;
+  tls_stash_key = copy;
+  tls_stash_value = value;
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiGetStashedTuple(char **key, uint64_t *value) {
+  if (!key || !value)
+    return XPTI_RESULT_INVALIDARG;
+  if (!tls_stash_key)
+    return XPTI_RESULT_NOTFOUND;
+  *key = (char *)tls_stash_key;
+  *value = tls_stash_value;
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API void xptiUnstashTuple(void) { tls_stash_key = NULL; }
+
+/* ---- tests ------------------------------------------------------------ */
+
+XPTI_EXPORT_API void xptiReset(void) {
+  pthread_mutex_lock(&g.lock);
+  for (int i = 0; i < 256; i++) {
+    stream_t *s = &g.stream[i];
+    for (int hi = 0; hi < 256; hi++) {
+      cb_page_t *page = atomic_exchange(&s->page[hi], NULL);
+      if (page)
+        retire(page); /* lists inside stay reachable only through it */
+    }
+    atomic_store(&s->name, NULL);
+    atomic_store(&s->active, 0);
+    atomic_store(&s->initialized, 0);
+    atomic_store(&s->finalized, 0);
+  }
+  atomic_store(&g.nstreams, 0);
+  atomic_store(&g.default_stream, XPTI_INVALID_STREAM_ID);
+  for (int i = 0; i <= MAX_TOOLS; i++)
+    atomic_store(&g.tool[i], NULL);
+  pthread_mutex_unlock(&g.lock);
+  registry_reset();
+  intern_reset(&g_objects);
+  intern_reset(&g_strings);
+  tls_stash_key = NULL;
+  tls_universal_id = 0;
+}

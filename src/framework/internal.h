@@ -1,0 +1,138 @@
+/* Internals of the dispatcher libxptifw.so; nothing here is exported. */
+#ifndef XPTIFW_INTERNAL_H
+#define XPTIFW_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xpti/xpti_trace_framework.h"
+
+#define XPTIFW_HIDDEN __attribute__((visibility("hidden")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- memory that is never freed while the process may read it -------- */
+/* Blocks replaced by growth or xptiReset are kept on a retired list, so a
+ * lock-free reader holding an old pointer never touches freed memory; the
+ * total stays within twice the live size. */
+XPTIFW_HIDDEN void retire(void *block);
+XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
+
+/* Bump allocator for immutable copies (strings, objects, payloads). */
+typedef struct arena {
+  char *cur, *end;
+} arena_t;
+XPTIFW_HIDDEN void *arena_alloc(arena_t *a, size_t size, size_t align);
+
+/* ---- ids -> pointers, growable without moving ------------------------ */
+/* Segment k holds IDVEC_BASE << k slots, so 32 segments cover 2^42 ids. */
+#define IDVEC_BASE_LOG 10
+#define IDVEC_SEGMENTS 32
+typedef struct idvec {
+  _Atomic(_Atomic(void *) *) seg[IDVEC_SEGMENTS];
+} idvec_t;
+
+static inline _Atomic(void *) *idvec_slot(const idvec_t *v, uint64_t id, bool *present) {
+  uint64_t i = id + (1u << IDVEC_BASE_LOG);
+  unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
+  if (UNLIKELY(k >= IDVEC_SEGMENTS)) {
+    *present = false;
+    return NULL;
+  }
+  _Atomic(void *) *seg = atomic_load_explicit((_Atomic(_Atomic(void *) *) *)&v->seg[k],
+                                              memory_order_acquire);
+  *present = seg != NULL;
+  return seg ? &seg[i - ((uint64_t)1 << (k + IDVEC_BASE_LOG))] : NULL;
+}
+static inline void *idvec_get(const idvec_t *v, uint64_t id) {
+  bool present;
+  _Atomic(void *) *slot = idvec_slot(v, id, &present);
+  return present ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+}
+/* Writers hold the owner's lock. */
+XPTIFW_HIDDEN bool idvec_set(idvec_t *v, uint64_t id, void *p);
+
+/* ---- hashing --------------------------------------------------------- */
+XPTIFW_HIDDEN uint64_t hash_bytes(const void *data, size_t len, uint64_t seed);
+static inline uint64_t hash_mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+/* ---- interning tables: strings and objects --------------------------- */
+typedef struct intern_entry {
+  uint64_t hash;
+  uint32_t len;
+  uint32_t id;
+  uint8_t tag;
+  char data[]; /* len bytes, then a NUL */
+} intern_entry_t;
+
+typedef struct intern_slots {
+  uint64_t mask;
+  _Atomic(intern_entry_t *) slot[];
+} intern_slots_t;
+
+typedef struct intern_table {
+  _Atomic(intern_slots_t *) slots;
+  _Atomic uint32_t count;
+  idvec_t by_id;
+  arena_t arena;
+  pthread_mutex_t lock;
+} intern_table_t;
+
+/* Returns the id of (data,len,tag), inserting a copy when new;
+ * UINT32_MAX when the table is full or memory runs out. */
+XPTIFW_HIDDEN uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                              const intern_entry_t **entry);
+static inline const intern_entry_t *intern_lookup(const intern_table_t *t, uint32_t id) {
+  if (id >= atomic_load_explicit(&t->count, memory_order_acquire))
+    return NULL;
+  return (const intern_entry_t *)idvec_get(&t->by_id, id);
+}
+XPTIFW_HIDDEN void intern_init(intern_table_t *t);
+XPTIFW_HIDDEN void intern_reset(intern_table_t *t);
+
+#define STRING_TAG 0xff
+XPTIFW_HIDDEN extern intern_table_t g_strings;
+XPTIFW_HIDDEN extern intern_table_t g_objects;
+/* Intern a NUL-terminated string; returns its id and the table's copy. */
+XPTIFW_HIDDEN uint32_t string_intern(const char *s, const char **copy);
+
+/* ---- trace points ------------------------------------------------------ */
+typedef struct metadata_block {
+  uint32_t cap;
+  _Atomic uint32_t count;
+  struct {
+    uint32_t key;
+    int32_t value;
+  } item[];
+} metadata_block_t;
+
+/* The event comes first so that an event pointer is its trace point. */
+typedef struct tracepoint {
+  xpti_trace_event_data_t event;
+  xpti_payload_t payload; /* strings point into the string table */
+  uint64_t key[3];
+  uint64_t hash;
+  _Atomic uint64_t instances;
+  _Atomic(metadata_block_t *) metadata;
+} tracepoint_t;
+
+XPTIFW_HIDDEN tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t *event);
+XPTIFW_HIDDEN void registry_reset(void);
+XPTIFW_HIDDEN void registry_init(void);
+
+/* ---- dispatch --------------------------------------------------------- */
+XPTIFW_HIDDEN void framework_ensure_init(void);
+XPTIFW_HIDDEN void report_once(_Atomic bool *said, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

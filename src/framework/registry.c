@@ -1,0 +1,373 @@
+/* Strings, objects, payloads, trace point events and their metadata. */
+#include <string.h>
+
+#include "internal.h"
+
+intern_table_t g_strings;
+intern_table_t g_objects;
+
+uint32_t string_intern(const char *s, const char **copy) {
+  const intern_entry_t *e = NULL;
+  uint32_t id = intern(&g_strings, s, strlen(s), STRING_TAG, &e);
+  if (copy)
+    *copy = e ? e->data : NULL;
+  return id;
+}
+
+XPTI_EXPORT_API uint32_t xptiRegisterString(const char *string, char **table_string) {
+  if (!string) {
+    if (table_string)
+      *table_string = NULL;
+    return XPTI_INVALID_STRING_ID;
+  }
+  const char *copy;
+  uint32_t id = string_intern(string, &copy);
+  if (table_string)
+    *table_string = (char *)copy;
+  return id == UINT32_MAX ? XPTI_INVALID_STRING_ID : id;
+}
+
+XPTI_EXPORT_API const char *xptiLookupString(uint32_t id) {
+  const intern_entry_t *e = intern_lookup(&g_strings, id);
+  return e ? e->data : NULL;
+}
+
+XPTI_EXPORT_API int32_t xptiRegisterObject(const char *data, size_t size, uint8_t type) {
+  if (!data)
+    return XPTI_INVALID_OBJECT_ID;
+  uint32_t id = intern(&g_objects, data, size, type, NULL);
+  return id > INT32_MAX ? XPTI_INVALID_OBJECT_ID : (int32_t)id;
+}
+
+XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(int32_t id) {
+  xpti_object_data_t o = {0, NULL, 0};
+  const intern_entry_t *e = id < 0 ? NULL : intern_lookup(&g_objects, (uint32_t)id);
+  if (e) {
+    o.size = e->len;
+    o.data = e->data;
+    o.type = e->tag;
+  }
+  return o;
+}
+
+/* ---- trace points ------------------------------------------------------ */
+
+typedef struct tp_slots {
+  uint64_t mask;
+  _Atomic(tracepoint_t *) slot[];
+} tp_slots_t;
+
+static struct {
+  _Atomic(tp_slots_t *) slots;
+  _Atomic uint64_t count; /* universal IDs are 1..count */
+  idvec_t by_uid;
+  arena_t arena;
+  pthread_mutex_t lock;     /* creation */
+  pthread_mutex_t md_lock;  /* metadata writers */
+} g_reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .md_lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define TP_INITIAL_SLOTS 4096
+#define NO_STRING ((uint64_t)UINT32_MAX)
+
+void registry_init(void) {}
+
+void registry_reset(void) {
+  pthread_mutex_lock(&g_reg.lock);
+  tp_slots_t *old = atomic_exchange(&g_reg.slots, NULL);
+  if (old)
+    retire(old);
+  for (int k = 0; k < IDVEC_SEGMENTS; k++)
+    atomic_store(&g_reg.by_uid.seg[k], NULL);
+  g_reg.arena.cur = g_reg.arena.end = NULL;
+  atomic_store(&g_reg.count, 0);
+  pthread_mutex_unlock(&g_reg.lock);
+}
+
+/* The key of a trace point: (file, name, line, column) by content, or the
+ * code pointer when there is neither a name nor a file.  String ids are
+ * exact, so distinct keys can never collide. */
+typedef struct tp_key {
+  uint64_t k[3];
+  uint64_t hash;
+  const char *name, *file; /* the string table's copies */
+} tp_key_t;
+
+static bool make_key(const xpti_payload_t *p, const char *fallback_name, tp_key_t *key) {
+  const char *name = p->name ? p->name : fallback_name;
+  uint64_t name_id = NO_STRING, file_id = NO_STRING;
+  key->name = key->file = NULL;
+  if (!name && !p->source_file && !p->code_ptr_va)
+    return false;
+  if (name && (name_id = string_intern(name, &key->name)) == UINT32_MAX)
+    return false;
+  if (p->source_file && (file_id = string_intern(p->source_file, &key->file)) == UINT32_MAX)
+    return false;
+  key->k[0] = file_id << 32 | name_id;
+  key->k[1] = (uint64_t)p->line_no << 32 | p->column_no;
+  key->k[2] = p->source_file ? 0 : (uint64_t)(uintptr_t)p->code_ptr_va;
+  key->hash = hash_mix(key->k[0] ^ hash_mix(key->k[1] ^ hash_mix(key->k[2])));
+  return true;
+}
+
+static tracepoint_t *slots_find(const tp_slots_t *s, const tp_key_t *key, uint64_t *free_slot) {
+  for (uint64_t i = key->hash & s->mask;; i = (i + 1) & s->mask) {
+    tracepoint_t *tp = atomic_load_explicit(&s->slot[i], memory_order_acquire);
+    if (!tp) {
+      *free_slot = i;
+      return NULL;
+    }
+    if (tp->hash == key->hash && tp->key[0] == key->k[0] && tp->key[1] == key->k[1] &&
+        tp->key[2] == key->k[2])
+      return tp;
+  }
+}
+
+static void slots_grow(tp_slots_t *s) {
+  uint64_t n = (s->mask + 1) * 2;
+  tp_slots_t *bigger = xcalloc(1, sizeof *bigger + n * sizeof bigger->slot[0]);
+  if (!bigger)
+    return; /* stays at the current size; lookups still work */
+  bigger->mask = n - 1;
+  for (uint64_t i = 0; i <= s->mask; i++) {
+    tracepoint_t *tp = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+    if (!tp)
+      continue;
+    uint64_t j = tp->hash & bigger->mask;
+    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
+      j = (j + 1) & bigger->mask;
+    atomic_store_explicit(&bigger->slot[j], tp, memory_order_relaxed);
+  }
+  atomic_store_explicit(&g_reg.slots, bigger, memory_order_release);
+  retire(s);
+}
+
+static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uint16_t event_type,
+                               uint16_t activity) {
+  uint64_t free_slot;
+  pthread_mutex_lock(&g_reg.lock);
+  tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_relaxed);
+  if (!s) {
+    s = xcalloc(1, sizeof *s + TP_INITIAL_SLOTS * sizeof s->slot[0]);
+    if (!s)
+      goto fail;
+    s->mask = TP_INITIAL_SLOTS - 1;
+    atomic_store_explicit(&g_reg.slots, s, memory_order_release);
+  }
+  tracepoint_t *tp = slots_find(s, key, &free_slot);
+  if (tp) {
+    pthread_mutex_unlock(&g_reg.lock);
+    return tp;
+  }
+  uint64_t uid = atomic_load_explicit(&g_reg.count, memory_order_relaxed) + 1;
+  tp = arena_alloc(&g_reg.arena, sizeof *tp, 64);
+  if (!tp || !idvec_set(&g_reg.by_uid, uid, tp))
+    goto fail;
+  memcpy(tp->key, key->k, sizeof tp->key);
+  tp->hash = key->hash;
+  xpti_payload_t *copy = &tp->payload;
+  copy->name = key->name;
+  copy->source_file = key->file;
+  copy->line_no = p->line_no;
+  copy->column_no = p->column_no;
+  copy->code_ptr_va = p->code_ptr_va;
+  copy->internal = uid;
+  copy->uid.p1 = key->k[0];
+  copy->uid.p2 = key->k[1];
+  copy->uid.p3 = key->k[2];
+  copy->flags = (key->name ? XPTI_PAYLOAD_NAME_AVAILABLE : 0) |
+                (key->file ? XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE | XPTI_PAYLOAD_LINE_INFO_AVAILABLE |
+                                 XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE
+                           : 0) |
+                (p->code_ptr_va ? XPTI_PAYLOAD_CODE_PTR_AVAILABLE : 0) |
+                XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;
+  if (p->line_no == XPTI_INVALID_LINE)
+    copy->flags &= ~(uint64_t)XPTI_PAYLOAD_LINE_INFO_AVAILABLE;
+  if (p->column_no == XPTI_INVALID_LINE)
+    copy->flags &= ~(uint64_t)XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE;
+  xpti_trace_event_data_t *ev = &tp->event;
+  ev->unique_id = uid;
+  ev->event_type = event_type;
+  ev->activity_type = activity;
+  ev->reserved.payload = copy;
+  ev->reserved.framework_private[0] = tp; /* marks events the framework owns */
+  ev->flags = XPTI_EVENT_UID_AVAILABLE | XPTI_EVENT_TYPE_AVAILABLE |
+              XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
+  atomic_store_explicit(&g_reg.count, uid, memory_order_release);
+  atomic_store_explicit(&s->slot[free_slot], tp, memory_order_release);
+  if (uid * 2 > s->mask + 1)
+    slots_grow(s);
+  pthread_mutex_unlock(&g_reg.lock);
+  return tp;
+fail:
+  pthread_mutex_unlock(&g_reg.lock);
+  return NULL;
+}
+
+static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
+                            uint16_t event_type, uint16_t activity) {
+  tp_key_t key;
+  if (!payload || !make_key(payload, fallback_name, &key))
+    return NULL;
+  uint64_t free_slot;
+  tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
+  tracepoint_t *tp = s ? slots_find(s, &key, &free_slot) : NULL;
+  if (UNLIKELY(!tp) && !(tp = tp_create(payload, &key, event_type, activity)))
+    return NULL;
+  payload->internal = tp->event.unique_id;
+  payload->uid = tp->payload.uid;
+  payload->flags |= XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;
+  return tp;
+}
+
+XPTI_EXPORT_API uint64_t xptiRegisterPayload(xpti_payload_t *payload) {
+  tracepoint_t *tp = tp_get(payload, NULL, XPTI_EVENT_UNKNOWN, XPTI_ACTIVITY_UNKNOWN);
+  return tp ? tp->event.unique_id : XPTI_INVALID_UID;
+}
+
+XPTI_EXPORT_API xpti_trace_event_data_t *xptiMakeEvent(const char *name, xpti_payload_t *payload,
+                                                       uint16_t event_type,
+                                                       xpti_trace_activity_type_t activity,
+                                                       uint64_t *instance_no) {
+  tracepoint_t *tp = tp_get(payload, name, event_type, (uint16_t)activity);
+  if (!tp)
+    return NULL;
+  if (UNLIKELY(__atomic_load_n(&tp->event.event_type, __ATOMIC_RELAXED) == XPTI_EVENT_UNKNOWN) &&
+      event_type != XPTI_EVENT_UNKNOWN)
+    __atomic_store_n(&tp->event.event_type, event_type, __ATOMIC_RELAXED); /* first typed use */
+  uint64_t n = atomic_fetch_add_explicit(&tp->instances, 1, memory_order_relaxed) + 1;
+  __atomic_store_n(&tp->event.instance_id, n, __ATOMIC_RELAXED);
+  if (instance_no)
+    *instance_no = n;
+  return &tp->event;
+}
+
+static inline tracepoint_t *tp_by_uid(uint64_t uid) {
+  if (uid == 0 || uid > atomic_load_explicit(&g_reg.count, memory_order_acquire))
+    return NULL;
+  return idvec_get(&g_reg.by_uid, uid);
+}
+
+tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t *event) {
+  if (!event)
+    return NULL;
+  if (event->reserved.framework_private[0] == (const void *)event)
+    return (tracepoint_t *)event;
+  return tp_by_uid(event->unique_id); /* a caller's copy of one of ours */
+}
+
+XPTI_EXPORT_API const xpti_trace_event_data_t *xptiFindEvent(uint64_t universal_id) {
+  tracepoint_t *tp = tp_by_uid(universal_id);
+  return tp ? &tp->event : NULL;
+}
+
+XPTI_EXPORT_API const xpti_payload_t *xptiQueryPayload(xpti_trace_event_data_t *event) {
+  if (!event)
+    return NULL;
+  if (event->reserved.payload)
+    return event->reserved.payload;
+  tracepoint_t *tp = tracepoint_from_event(event);
+  return tp ? &tp->payload : NULL;
+}
+
+XPTI_EXPORT_API const xpti_payload_t *xptiQueryPayloadByUID(uint64_t universal_id) {
+  tracepoint_t *tp = tp_by_uid(universal_id);
+  return tp ? &tp->payload : NULL;
+}
+
+XPTI_EXPORT_API void xptiReleaseEvent(xpti_trace_event_data_t *event) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (tp) {
+    atomic_store_explicit(&tp->instances, 0, memory_order_relaxed);
+    __atomic_store_n(&tp->event.instance_id, 0, __ATOMIC_RELAXED);
+  }
+}
+
+/* ---- metadata --------------------------------------------------------- */
+
+static int metadata_find(const metadata_block_t *b, uint32_t key) {
+  if (!b)
+    return -1;
+  uint32_t n = atomic_load_explicit(&((metadata_block_t *)b)->count, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
+    if (b->item[i].key == key)
+      return (int)i;
+  return -1;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event, const char *key,
+                                              int32_t value_object_id) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (!tp || !key || value_object_id < 0 ||
+      !intern_lookup(&g_objects, (uint32_t)value_object_id))
+    return XPTI_RESULT_INVALIDARG;
+  uint32_t key_id = string_intern(key, NULL);
+  if (key_id == UINT32_MAX)
+    return XPTI_RESULT_FAIL;
+  xpti_result_t r = XPTI_RESULT_SUCCESS;
+  pthread_mutex_lock(&g_reg.md_lock);
+  metadata_block_t *b = atomic_load_explicit(&tp->metadata, memory_order_relaxed);
+  if (metadata_find(b, key_id) >= 0) {
+    r = XPTI_RESULT_DUPLICATE;
+    goto out;
+  }
+  uint32_t n = b ? atomic_load_explicit(&b->count, memory_order_relaxed) : 0;
+  if (!b || n == b->cap) {
+    uint32_t cap = b ? b->cap * 2 : 4;
+    metadata_block_t *bigger = xcalloc(1, sizeof *bigger + cap * sizeof bigger->item[0]);
+    if (!bigger) {
+      r = XPTI_RESULT_FAIL;
+      goto out;
+    }
+    bigger->cap = cap;
+    if (b) {
+      memcpy(bigger->item, b->item, n * sizeof b->item[0]);
+      retire(b);
+    }
+    atomic_store_explicit(&bigger->count, n, memory_order_relaxed);
+    atomic_store_explicit(&tp->metadata, bigger, memory_order_release);
+    b = bigger;
+  }
+  b->item[n].key = key_id;
+  b->item[n].value = value_object_id;
+  atomic_store_explicit(&b->count, n + 1, memory_order_release);
+out:
+  pthread_mutex_unlock(&g_reg.md_lock);
+  return r;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiQueryMetadata(const xpti_trace_event_data_t *event,
+                                                const char *key, int32_t *value_object_id) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (!tp || !key || !value_object_id)
+    return XPTI_RESULT_INVALIDARG;
+  metadata_block_t *b = atomic_load_explicit(&tp->metadata, memory_order_acquire);
+  if (!b)
+    return XPTI_RESULT_NOTFOUND;
+  uint32_t key_id = string_intern(key, NULL);
+  int i = metadata_find(b, key_id);
+  if (i < 0)
+    return XPTI_RESULT_NOTFOUND;
+  *value_object_id = b->item[i].value;
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API uint32_t xptiMetadataCount(const xpti_trace_event_data_t *event) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  metadata_block_t *b = tp ? atomic_load_explicit(&tp->metadata, memory_order_acquire) : NULL;
+  return b ? atomic_load_explicit(&b->count, memory_order_acquire) : 0;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiMetadataAt(const xpti_trace_event_data_t *event, uint32_t index,
+                                             uint32_t *key_string_id, int32_t *value_object_id) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (!tp)
+    return XPTI_RESULT_INVALIDARG;
+  metadata_block_t *b = atomic_load_explicit(&tp->metadata, memory_order_acquire);
+  if (!b || index >= atomic_load_explicit(&b->count, memory_order_acquire))
+    return XPTI_RESULT_NOTFOUND;
+  if (key_string_id)
+    *key_string_id = b->item[index].key;
+  if (value_object_id)
+    *value_object_id = b->item[index].value;
+  return XPTI_RESULT_SUCCESS;
+}

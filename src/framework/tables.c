@@ -1,0 +1,209 @@
+/* Storage shared by the string, object and trace point tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct retired {
+  struct retired *next;
+  void *block;
+} retired_t;
+
+static retired_t *g_retired;
+static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void retire(void *block) {
+  retired_t *r = malloc(sizeof *r);
+  if (!r)
+    return; /* leaked outright: still never freed under a reader */
+  r->block = block;
+  pthread_mutex_lock(&g_retired_lock);
+  r->next = g_retired;
+  g_retired = r;
+  pthread_mutex_unlock(&g_retired_lock);
+}
+
+void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  if (!p) {
+    static _Atomic bool said;
+    report_once(&said, "xpti: out of memory");
+  }
+  return p;
+}
+
+#define ARENA_CHUNK (64 * 1024)
+
+void *arena_alloc(arena_t *a, size_t size, size_t align) {
+  uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
+  if (!a->cur || p + size > (uintptr_t)a->end) {
+    size_t chunk = size + align > ARENA_CHUNK / 4 ? size + align : ARENA_CHUNK;
+    char *block = xcalloc(1, chunk);
+    if (!block)
+      return NULL;
+    retire(block); /* arenas live for the process; keep them reachable */
+    if (chunk != ARENA_CHUNK) /* oversized: do not waste the current chunk */
+      return (void *)(((uintptr_t)block + align - 1) & ~(uintptr_t)(align - 1));
+    a->cur = block;
+    a->end = block + chunk;
+    p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
+  }
+  a->cur = (char *)(p + size);
+  return (void *)p;
+}
+
+bool idvec_set(idvec_t *v, uint64_t id, void *p) {
+  uint64_t i = id + (1u << IDVEC_BASE_LOG);
+  unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
+  if (k >= IDVEC_SEGMENTS)
+    return false;
+  _Atomic(void *) *seg = atomic_load_explicit(&v->seg[k], memory_order_acquire);
+  if (!seg) {
+    seg = xcalloc((size_t)1 << (k + IDVEC_BASE_LOG), sizeof *seg);
+    if (!seg)
+      return false;
+    retire((void *)seg);
+    atomic_store_explicit(&v->seg[k], seg, memory_order_release);
+  }
+  atomic_store_explicit(&seg[i - ((uint64_t)1 << (k + IDVEC_BASE_LOG))], p, memory_order_release);
+  return true;
+}
+
+/* 8 bytes per step: strings here are paths and symbol names, where a
+ * byte-at-a-time hash would cost more than the whole lookup. */
+uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
+  const unsigned char *p = data;
+  uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ull);
+  while (len >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ hash_mix(w)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    p += 8;
+    len -= 8;
+  }
+  uint64_t w = 0;
+  memcpy(&w, p, len);
+  h ^= w;
+  return hash_mix(h);
+}
+
+/* ---- interning ------------------------------------------------------- */
+
+#define INTERN_INITIAL_SLOTS 1024
+
+static intern_slots_t *slots_new(uint64_t n) {
+  intern_slots_t *s = xcalloc(1, sizeof *s + n * sizeof s->slot[0]);
+  if (s)
+    s->mask = n - 1;
+  return s;
+}
+
+void intern_init(intern_table_t *t) {
+  memset(t, 0, sizeof *t);
+  pthread_mutex_init(&t->lock, NULL);
+}
+
+/* Callers guarantee no concurrent use (xptiReset is for tests). */
+void intern_reset(intern_table_t *t) {
+  pthread_mutex_lock(&t->lock);
+  intern_slots_t *old = atomic_exchange(&t->slots, NULL);
+  if (old)
+    retire(old);
+  for (int k = 0; k < IDVEC_SEGMENTS; k++)
+    atomic_store(&t->by_id.seg[k], NULL); /* segments are on the retired list */
+  t->arena.cur = t->arena.end = NULL;
+  atomic_store(&t->count, 0);
+  pthread_mutex_unlock(&t->lock);
+}
+
+static inline bool entry_equals(const intern_entry_t *e, uint64_t hash, const void *data,
+                                size_t len, uint8_t tag) {
+  return e->hash == hash && e->len == len && e->tag == tag && memcmp(e->data, data, len) == 0;
+}
+
+static const intern_entry_t *slots_find(const intern_slots_t *s, uint64_t hash, const void *data,
+                                        size_t len, uint8_t tag, uint64_t *free_slot) {
+  for (uint64_t i = hash & s->mask;; i = (i + 1) & s->mask) {
+    const intern_entry_t *e = atomic_load_explicit(&s->slot[i], memory_order_acquire);
+    if (!e) {
+      *free_slot = i;
+      return NULL;
+    }
+    if (entry_equals(e, hash, data, len, tag))
+      return e;
+  }
+}
+
+static bool slots_grow(intern_table_t *t, intern_slots_t *s) {
+  intern_slots_t *bigger = slots_new((s->mask + 1) * 2);
+  if (!bigger)
+    return false;
+  for (uint64_t i = 0; i <= s->mask; i++) {
+    intern_entry_t *e = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+    if (!e)
+      continue;
+    uint64_t j = e->hash & bigger->mask;
+    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
+      j = (j + 1) & bigger->mask;
+    atomic_store_explicit(&bigger->slot[j], e, memory_order_relaxed);
+  }
+  atomic_store_explicit(&t->slots, bigger, memory_order_release);
+  retire(s);
+  return true;
+}
+
+uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                const intern_entry_t **entry) {
+  uint64_t hash = hash_bytes(data, len, tag);
+  uint64_t free_slot;
+  intern_slots_t *s = atomic_load_explicit(&t->slots, memory_order_acquire);
+  const intern_entry_t *e;
+  if (LIKELY(s != NULL) && (e = slots_find(s, hash, data, len, tag, &free_slot)) != NULL)
+    goto found;
+
+  pthread_mutex_lock(&t->lock);
+  s = atomic_load_explicit(&t->slots, memory_order_relaxed);
+  if (!s) {
+    s = slots_new(INTERN_INITIAL_SLOTS);
+    if (!s)
+      goto fail;
+    atomic_store_explicit(&t->slots, s, memory_order_release);
+  }
+  e = slots_find(s, hash, data, len, tag, &free_slot);
+  if (e) {
+    pthread_mutex_unlock(&t->lock);
+    goto found;
+  }
+  uint32_t id = atomic_load_explicit(&t->count, memory_order_relaxed);
+  if (id == UINT32_MAX - 1 || len > UINT32_MAX)
+    goto fail;
+  intern_entry_t *fresh = arena_alloc(&t->arena, sizeof *fresh + len + 1, 8);
+  if (!fresh || !idvec_set(&t->by_id, id, fresh))
+    goto fail;
+  fresh->hash = hash;
+  fresh->len = (uint32_t)len;
+  fresh->tag = tag;
+  fresh->id = id;
+  memcpy(fresh->data, data, len);
+  fresh->data[len] = '\0';
+  /* id and contents are visible before the slot that leads to them */
+  atomic_store_explicit(&t->count, id + 1, memory_order_release);
+  atomic_store_explicit(&s->slot[free_slot], fresh, memory_order_release);
+  if ((uint64_t)(id + 1) * 2 > s->mask + 1)
+    slots_grow(t, s);
+  pthread_mutex_unlock(&t->lock);
+  if (entry)
+    *entry = fresh;
+  return id;
+
+fail:
+  pthread_mutex_unlock(&t->lock);
+  return UINT32_MAX;
+
+found:
+  if (entry)
+    *entry = e;
+  return e->id;
+}
