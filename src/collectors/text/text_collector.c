@@ -90,8 +90,9 @@ typedef struct text_line {
   char buf[TEXT_LINE_MAX];
 } text_line_t;
 
-/* Room kept free for the truncation mark and the newline. */
-#define TEXT_LINE_CAP (TEXT_LINE_MAX - sizeof(TEXT_TRUNCATED_MARK) - 1)
+/* Room kept free for the truncation mark and the newline (sizeof counts
+ * the mark's NUL, which the newline replaces). */
+#define TEXT_LINE_CAP (TEXT_LINE_MAX - sizeof(TEXT_TRUNCATED_MARK))
 
 static void text_put(text_line_t *l, const char *s, size_t n) {
   if (l->truncated)
@@ -170,8 +171,10 @@ static void text_line_start(text_line_t *l, const char *stream) {
 
 /* One write(2) per line: lines of concurrent threads never interleave. */
 static void text_line_emit(text_line_t *l) {
-  if (l->truncated)
-    text_puts(l, TEXT_TRUNCATED_MARK);
+  if (l->truncated) {
+    memcpy(l->buf + l->len, TEXT_TRUNCATED_MARK, sizeof TEXT_TRUNCATED_MARK - 1);
+    l->len += sizeof TEXT_TRUNCATED_MARK - 1;
+  }
   l->buf[l->len++] = '\n';
   int fd = text_output_fd();
   const char *p = l->buf;

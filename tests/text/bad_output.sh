@@ -1,0 +1,24 @@
+#!/bin/sh
+# XPTI_TEXT_OUTPUT names a file that cannot be created: one message, and
+# the trace goes to stderr instead.
+# usage: bad_output.sh <xpti_example> <libxptifw.so> <libxpti_text.so> <work dir>
+example=$1 dispatcher=$2 collector=$3 dir=$4
+mkdir -p "$dir" && cd "$dir" || exit 1
+bad="$dir/no-such-dir/trace.txt"
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+count() { # <expected> <fixed string> <file>
+  n=$(grep -cF -- "$2" "$3")
+  [ "$n" = "$1" ] || fail "expected $1 lines with '$2' in $3, found $n"
+}
+XPTI_FRAMEWORK_DISPATCHER="$dispatcher" XPTI_SUBSCRIBERS="$collector" XPTI_TEXT_OUTPUT="$bad" \
+  "$example" >stdout.txt 2>stderr.txt || fail "example exited with $?"
+count 1 "xpti: text collector cannot open '$bad': No such file or directory" stderr.txt
+count 1 "xpti:" stderr.txt
+count 24 " task_begin " stderr.txt
+count 24 " task_end " stderr.txt
+count 2 " xptiTraceFinish" stderr.txt
+count 1 "(tracing on)" stdout.txt
+[ -e "$bad" ] && fail "$bad exists"
+[ $status = 0 ] || cat stderr.txt
+exit $status
