@@ -1,0 +1,104 @@
+/* An instrumented program with known counts and sleeps, for the
+ * statistics collector and `xptrace run` tests (check_stats.py holds the
+ * expected numbers).  Usage: stats_sample [exit-status | "segv"]. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <xpti/xpti_trace_framework.h>
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+static xpti_trace_event_data_t *make_event(const char *name, int line) {
+  xpti_payload_t p = xpti_payload_make(name, "stats_sample.c", (uint32_t)line, 0, NULL);
+  return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+}
+
+static uint8_t stream;
+
+static void *worker(void *arg) {
+  xpti_trace_event_data_t *ev = arg;
+  for (int i = 0; i < 1000; ++i) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev, (uint64_t)i, NULL);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  xptiInitialize("sample", 1, 0, "1.0");
+  xptiInitialize("sample.other", 1, 0, "1.0");
+  stream = xptiRegisterStream("sample");
+  uint8_t other = xptiRegisterStream("sample.other");
+
+  xpti_trace_event_data_t *outer = make_event("outer", __LINE__);
+  xpti_trace_event_data_t *inner = make_event("inner", __LINE__);
+  xpti_trace_event_data_t *nap = make_event("nap", __LINE__);
+  xpti_trace_event_data_t *work = make_event("worker", __LINE__);
+  xpti_trace_event_data_t *ping = make_event("ping", __LINE__);
+  xpti_trace_event_data_t *node = make_event("node", __LINE__);
+  xpti_trace_event_data_t *edge = make_event("edge", __LINE__);
+  xpti_trace_event_data_t *stray = make_event("stray", __LINE__);
+  xpti_trace_event_data_t *elsewhere = make_event("elsewhere", __LINE__);
+
+  /* outer (>= 30 ms) holds 3 x inner (10 ms each): self time is small. */
+  xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, outer, 1, NULL);
+  for (int i = 0; i < 3; ++i) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_REGION_BEGIN, outer, inner, (uint64_t)i, NULL);
+    sleep_ms(10);
+    xptiNotifySubscribers(stream, XPTI_TRACE_REGION_END, outer, inner, (uint64_t)i, NULL);
+  }
+  xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, outer, 1, NULL);
+
+  /* 10 x nap of 5 ms. */
+  for (int i = 0; i < 10; ++i) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, nap, (uint64_t)i, NULL);
+    sleep_ms(5);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, nap, (uint64_t)i, NULL);
+  }
+
+  /* A function without an event: its name comes as user data. */
+  for (int i = 0; i < 4; ++i) {
+    char name[16];
+    strcpy(name, "cfunc"); /* a buffer that is reused */
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, 0, name);
+    sleep_ms(1);
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, 0, name);
+  }
+
+  /* Single points: 7 signals, 3 nodes, 2 edges; one end with no begin. */
+  for (int i = 0; i < 7; ++i)
+    xptiNotifySubscribers(stream, XPTI_TRACE_SIGNAL, NULL, ping, (uint64_t)i, NULL);
+  for (int i = 0; i < 3; ++i)
+    xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, NULL, node, (uint64_t)i, NULL);
+  for (int i = 0; i < 2; ++i)
+    xptiNotifySubscribers(stream, XPTI_TRACE_EDGE_CREATE, NULL, edge, (uint64_t)i, NULL);
+  xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, stray, 1, NULL);
+
+  /* Two threads x 1000 empty worker tasks. */
+  pthread_t threads[2];
+  for (int i = 0; i < 2; ++i)
+    pthread_create(&threads[i], NULL, worker, work);
+  for (int i = 0; i < 2; ++i)
+    pthread_join(threads[i], NULL);
+
+  /* Another stream: 5 x 2 ms (left out by XPTRACE_STREAMS=sample). */
+  for (int i = 0; i < 5; ++i) {
+    xptiNotifySubscribers(other, XPTI_TRACE_TASK_BEGIN, NULL, elsewhere, (uint64_t)i, NULL);
+    sleep_ms(2);
+    xptiNotifySubscribers(other, XPTI_TRACE_TASK_END, NULL, elsewhere, (uint64_t)i, NULL);
+  }
+
+  if (argc > 1 && strcmp(argv[1], "segv") == 0) {
+    fflush(NULL);
+    raise(SIGSEGV);
+  }
+  return argc > 1 ? atoi(argv[1]) : 0;
+}
