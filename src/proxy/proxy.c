@@ -148,12 +148,35 @@ static void xpti_proxy_load_locked(void) {
   xpti_proxy_loading = 0;
 }
 
+/* fork() while another thread loads must not leave the child a locked
+ * mutex: hold it across fork (unless this very thread is loading). */
+static _Thread_local int xpti_proxy_fork_holds_lock;
+static void xpti_proxy_before_fork(void) {
+  xpti_proxy_fork_holds_lock = !xpti_proxy_loading;
+  if (xpti_proxy_fork_holds_lock)
+    pthread_mutex_lock(&xpti_proxy_lock);
+}
+static void xpti_proxy_after_fork(void) {
+  if (xpti_proxy_fork_holds_lock)
+    pthread_mutex_unlock(&xpti_proxy_lock);
+  xpti_proxy_fork_holds_lock = 0;
+}
+static pthread_once_t xpti_proxy_fork_once = PTHREAD_ONCE_INIT;
+static void xpti_proxy_register_fork_handlers(void) {
+  pthread_atfork(xpti_proxy_before_fork, xpti_proxy_after_fork, xpti_proxy_after_fork);
+}
+
+static void xpti_proxy_lock_for_load(void) {
+  pthread_once(&xpti_proxy_fork_once, xpti_proxy_register_fork_handlers);
+  pthread_mutex_lock(&xpti_proxy_lock);
+}
+
 /* First use: load unless another thread already has.  Returns 0 when
  * called re-entrantly from inside the load (the caller uses the default). */
 static int xpti_proxy_load_once(void) {
   if (xpti_proxy_loading)
     return 0;
-  pthread_mutex_lock(&xpti_proxy_lock);
+  xpti_proxy_lock_for_load();
   if (atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) == XPTI_PROXY_UNTRIED)
     xpti_proxy_load_locked();
   pthread_mutex_unlock(&xpti_proxy_lock);
@@ -219,7 +242,7 @@ static struct xpti_proxy_table xpti_proxy_table = {
 XPTI_EXPORT_API bool xptiTraceTryToEnable(void) {
   if (atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) != XPTI_PROXY_LOADED &&
       !xpti_proxy_loading) {
-    pthread_mutex_lock(&xpti_proxy_lock);
+    xpti_proxy_lock_for_load();
     if (atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) != XPTI_PROXY_LOADED)
       xpti_proxy_load_locked();
     pthread_mutex_unlock(&xpti_proxy_lock);

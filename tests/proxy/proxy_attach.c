@@ -5,6 +5,8 @@
  *                                   dispatcher, which was loaded once
  * run_case.sh sets the environment and checks stderr. */
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api_cases.h"
 #include "proxy_test.h"
@@ -43,6 +45,17 @@ static void check_fake(const char *dispatcher) {
   PTEST_CHECK(ptest_fake_calls(dispatcher) == (long)APC_NCASES);
   PTEST_CHECK(xptiTraceTryToEnable()); /* the fake's xptiTraceEnabled: true */
   PTEST_CHECK(ptest_fake_calls(dispatcher) == (long)APC_NCASES + 1);
+  /* A forked child keeps forwarding. */
+  {
+    int status = -1;
+    pid_t child;
+    fflush(NULL);
+    child = fork();
+    if (child == 0)
+      _exit(xptiTraceEnabled() && apc_cases[0].call_is_forwarded() ? 0 : 1);
+    PTEST_CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0);
+  }
   PTEST_CHECK(ptest_drop_references(dispatcher) == 1);
 }
 
