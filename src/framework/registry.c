@@ -1,4 +1,5 @@
 /* Strings, objects, payloads, trace point events and their metadata. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -66,6 +67,7 @@ static struct {
   pthread_mutex_t md_lock;  /* metadata writers */
 } g_reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .md_lock = PTHREAD_MUTEX_INITIALIZER};
 
+static _Atomic uint64_t g_epoch = 1; /* bumped by xptiReset */
 #define TP_INITIAL_SLOTS 4096
 #define NO_STRING ((uint64_t)UINT32_MAX)
 
@@ -73,6 +75,7 @@ void registry_init(void) {}
 
 void registry_reset(void) {
   pthread_mutex_lock(&g_reg.lock);
+  atomic_fetch_add(&g_epoch, 1); /* every thread's cached trace points are stale */
   tp_slots_t *old = atomic_exchange(&g_reg.slots, NULL);
   if (old)
     retire(old);
@@ -203,16 +206,70 @@ fail:
   return NULL;
 }
 
+/* Per-thread cache of recent trace points, keyed by the caller's string
+ * pointers and numbers and validated by content (strcmp), so a revisit
+ * skips hashing and the shared table while a reused buffer with new text
+ * still finds its own trace point.  xptiReset bumps the epoch. */
+#define TP_CACHE_SIZE 64
+typedef struct tp_cache_entry {
+  const char *name, *file;
+  const void *code;
+  uint64_t line_column;
+  uint64_t epoch;
+  tracepoint_t *tp;
+} tp_cache_entry_t;
+
+static __thread tp_cache_entry_t *tls_tp_cache __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_cache_key;
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_key_create(void) { pthread_key_create(&g_cache_key, free); }
+
+static tp_cache_entry_t *tp_cache(void) {
+  if (LIKELY(tls_tp_cache != NULL))
+    return tls_tp_cache;
+  pthread_once(&g_cache_once, cache_key_create);
+  tls_tp_cache = calloc(TP_CACHE_SIZE, sizeof *tls_tp_cache);
+  if (tls_tp_cache)
+    pthread_setspecific(g_cache_key, tls_tp_cache); /* freed at thread exit */
+  return tls_tp_cache;
+}
+
+static inline bool same_text(const char *a, const char *table_copy) {
+  return a ? table_copy && strcmp(a, table_copy) == 0 : table_copy == NULL;
+}
+
 static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
                             uint16_t event_type, uint16_t activity) {
-  tp_key_t key;
-  if (!payload || !make_key(payload, fallback_name, &key))
+  if (!payload)
     return NULL;
-  uint64_t free_slot;
-  tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
-  tracepoint_t *tp = s ? slots_find(s, &key, &free_slot) : NULL;
-  if (UNLIKELY(!tp) && !(tp = tp_create(payload, &key, event_type, activity)))
-    return NULL;
+  const char *name = payload->name ? payload->name : fallback_name;
+  const char *file = payload->source_file;
+  const void *code = file ? NULL : payload->code_ptr_va; /* as in make_key */
+  uint64_t line_column = (uint64_t)payload->line_no << 32 | payload->column_no;
+  uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+  tp_cache_entry_t *cache = tp_cache(), *slot = NULL;
+  tracepoint_t *tp = NULL;
+  if (LIKELY(cache != NULL)) {
+    uintptr_t h = (uintptr_t)name * 31 ^ (uintptr_t)file * 17 ^ (uintptr_t)code ^ line_column;
+    slot = &cache[hash_mix(h) & (TP_CACHE_SIZE - 1)];
+    if (slot->epoch == epoch && slot->name == name && slot->file == file &&
+        slot->code == code && slot->line_column == line_column &&
+        same_text(name, slot->tp->payload.name) && same_text(file, slot->tp->payload.source_file))
+      tp = slot->tp;
+  }
+  if (!tp) {
+    tp_key_t key;
+    if (!make_key(payload, fallback_name, &key))
+      return NULL;
+    uint64_t free_slot;
+    tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
+    tp = s ? slots_find(s, &key, &free_slot) : NULL;
+    if (UNLIKELY(!tp) && !(tp = tp_create(payload, &key, event_type, activity)))
+      return NULL;
+    if (slot)
+      *slot = (tp_cache_entry_t){name, file, code, line_column, epoch, tp};
+  }
   payload->internal = tp->event.unique_id;
   payload->uid = tp->payload.uid;
   payload->flags |= XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;

@@ -110,6 +110,17 @@ static void test_events(void) {
   /* name fallback */
   xpti_trace_event_data_t *ce = xptiMakeEvent("named", &c1, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
   CHECK(ce && xptiQueryPayload(ce)->name && !strcmp(xptiQueryPayload(ce)->name, "named"));
+  /* one buffer reused with new text is a new trace point (cache by content) */
+  char reused[16] = "alpha";
+  xpti_payload_t r1 = xpti_payload_make(reused, "reuse.c", 5, 5, NULL);
+  xpti_trace_event_data_t *ra = xptiMakeEvent(NULL, &r1, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  strcpy(reused, "beta");
+  xpti_payload_t r2 = xpti_payload_make(reused, "reuse.c", 5, 5, NULL);
+  xpti_trace_event_data_t *rb = xptiMakeEvent(NULL, &r2, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  CHECK(ra && rb && ra != rb);
+  CHECK(!strcmp(xptiQueryPayload(rb)->name, "beta"));
+  strcpy(reused, "alpha");
+  CHECK(xptiMakeEvent(NULL, &r1, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL) == ra);
   /* release resets instance counting */
   xptiReleaseEvent(e);
   xptiMakeEvent("fn", &p2, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &inst);
