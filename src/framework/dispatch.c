@@ -375,6 +375,20 @@ static inline bool event_optional(uint16_t type) {
   }
 }
 
+/* More than one callback: kept out of line so that the one-callback path
+ * saves no registers. */
+__attribute__((noinline)) static xpti_result_t
+notify_list(const cb_list_t *l, uint32_t n, uint16_t trace_type, xpti_trace_event_data_t *parent,
+            xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  for (uint32_t i = 0; i < n; i++) {
+    const cb_entry_t *e = &l->entry[i];
+    if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
+      atomic_load_explicit(&e->fn, memory_order_relaxed)(trace_type, parent, event, instance,
+                                                         user_data);
+  }
+  return XPTI_RESULT_SUCCESS;
+}
+
 XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t trace_type,
                                                     xpti_trace_event_data_t *parent,
                                                     xpti_trace_event_data_t *event,
@@ -387,13 +401,14 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
   if (!l)
     return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
   uint32_t n = atomic_load_explicit(&l->count, memory_order_acquire);
-  for (uint32_t i = 0; i < n; i++) {
-    const cb_entry_t *e = &l->entry[i];
+  if (LIKELY(n == 1)) { /* the common case, without loop state to save */
+    const cb_entry_t *e = &l->entry[0];
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
       atomic_load_explicit(&e->fn, memory_order_relaxed)(trace_type, parent, event, instance,
                                                          user_data);
+    return XPTI_RESULT_SUCCESS;
   }
-  return XPTI_RESULT_SUCCESS;
+  return notify_list(l, n, trace_type, parent, event, instance, user_data);
 }
 
 /* ---- stream life: subscribers' init and finish ----------------------- */
