@@ -93,8 +93,8 @@ static int xpti_proxy_enable_requested(void) {
   return 0;
 }
 
-/* Resolve every API symbol or none.  Returns the dlopen handle, or NULL
- * with *fns untouched in meaning. */
+/* Open the dispatcher and resolve every API symbol into *fns, or none:
+ * returns the handle, or NULL after printing why. */
 static void *xpti_proxy_open_dispatcher(const char *path, struct xpti_proxy_resolved *fns) {
   char message[512];
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
