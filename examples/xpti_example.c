@@ -7,8 +7,8 @@
  *
  * Without a dispatcher every xpti call returns at once and the program
  * computes and prints the same result. */
-#include <stdint.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
