@@ -1,6 +1,6 @@
 /* An instrumented program with known counts and sleeps, for the
  * statistics collector and `xptrace run` tests (check_stats.py holds the
- * expected numbers).  Usage: stats_sample [exit-status | "segv"]. */
+ * expected numbers).  Usage: stats_sample [exit-status | "segv" | "term"]. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,9 +96,9 @@ int main(int argc, char **argv) {
     xptiNotifySubscribers(other, XPTI_TRACE_TASK_END, NULL, elsewhere, (uint64_t)i, NULL);
   }
 
-  if (argc > 1 && strcmp(argv[1], "segv") == 0) {
+  if (argc > 1 && (strcmp(argv[1], "segv") == 0 || strcmp(argv[1], "term") == 0)) {
     fflush(NULL);
-    raise(SIGSEGV);
+    raise(argv[1][0] == 's' ? SIGSEGV : SIGTERM);
   }
   return argc > 1 ? atoi(argv[1]) : 0;
 }

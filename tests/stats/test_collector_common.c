@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,7 +263,8 @@ static void term_child(void) {
 
 static void segv_child(void) {
   xpt_register_flush(log_hook, "1");
-  volatile int *volatile nowhere = NULL;
+  /* A real fault, on a page with no access. */
+  volatile int *nowhere = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   *nowhere = 1;
   _exit(99);
 }

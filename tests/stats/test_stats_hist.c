@@ -53,7 +53,7 @@ int main(void) {
   for (size_t i = 0; i < N; ++i) {
     /* Spread over many powers of two: 1 ns .. ~1 s. */
     unsigned shift = (unsigned)(next_random(&state) % 30);
-    values[i] = (next_random(&state) >> (34 + (30 - shift))) + (next_random(&state) % 50);
+    values[i] = (next_random(&state) >> (34 + (29 - shift))) + (next_random(&state) % 50);
     CHECK(stats_hist_add(i % 2 ? &a : &b, values[i], 1));
     CHECK(stats_hist_add(&all, values[i], 1));
   }

@@ -1,0 +1,194 @@
+#!/bin/sh
+# Tests of the xptrace command.
+# usage: test_xptrace.sh MODE XPTRACE SAMPLE CHECK_STATS PYTHON SCRATCH
+#   MODE: bad-input | help | env | stats | streams | exit | signal | text | perfetto | opencl
+set -u
+mode=$1 xptrace=$2 sample=$3 check=$4 python=$5 scratch=$6
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cd "$scratch" || exit 1
+failures=0
+
+fail() {
+  echo "FAIL [$mode]: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_usage_error MESSAGE ARGS...: exit 2, the message, the usage, and
+# the command (touch marker) never ran.
+expect_usage_error() {
+  want=$1
+  shift
+  rm -f marker
+  "$xptrace" "$@" >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "'$*': exit $rc, expected 2"
+  grep -qF -- "$want" err.txt || fail "'$*': no '$want' in: $(cat err.txt)"
+  head -n 1 err.txt | grep -q '^xptrace: ' || fail "'$*': first line not 'xptrace: ...'"
+  grep -q '^usage: ' err.txt || fail "'$*': no usage printed"
+  [ "$(grep -c '^xptrace: ' err.txt)" -eq 1 ] || fail "'$*': more than one message line"
+  [ ! -e marker ] || fail "'$*': the command was run"
+}
+
+case $mode in
+bad-input)
+  expect_usage_error "unknown option '--bogus'" run --bogus -- touch marker
+  expect_usage_error "unknown option '-x'" run -x -- touch marker
+  expect_usage_error "missing command" run -c stats
+  expect_usage_error "missing command" run -c stats --
+  expect_usage_error "unknown collector 'nope'" run -c stats,nope -- touch marker
+  expect_usage_error "no collector given" run -c , -- touch marker
+  expect_usage_error "buffer size '12Q' is not a size" run -c stats --buffer-size 12Q -- touch marker
+  expect_usage_error "buffer size '0' is not a size" run -c stats --buffer-size 0 -- touch marker
+  expect_usage_error "unknown buffer policy 'sometimes'" run -c stats --buffer-policy sometimes -- touch marker
+  expect_usage_error "unknown format 'xml'" run -c stats --format xml -- touch marker
+  expect_usage_error "option '--output' needs a value" run --output
+  expect_usage_error "option '-o' needs a value" run -o
+  expect_usage_error "empty stream list" run -c stats --streams "" -- touch marker
+  : >plainfile
+  expect_usage_error "cannot create output directory '$scratch/plainfile/out'" \
+    run -c stats -o plainfile/out -- touch marker
+  mkdir -p locked && chmod 555 locked
+  if [ "$(id -u)" -ne 0 ]; then # root may write anywhere
+    expect_usage_error "cannot create output directory '$scratch/locked/out'" \
+      run -c stats -o locked/out -- touch marker
+  fi
+  expect_usage_error "cannot create output directory '/proc/xptrace-no/out'" \
+    run -c stats -o /proc/xptrace-no/out -- touch marker
+  expect_usage_error "unknown subcommand 'launch'" launch -- touch marker
+  expect_usage_error "unknown option '--bogus'" --bogus
+  expect_usage_error "missing subcommand"
+  expect_usage_error "unknown option '--bogus'" avail --bogus
+  expect_usage_error "unexpected argument 'x'" avail x
+  # A command that does not exist: 127, no output folder left behind.
+  "$xptrace" run -c stats -o notrun -- ./no-such-command >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 127 ] || fail "missing command: exit $rc"
+  grep -qF "command not found: ./no-such-command" err.txt || fail "missing command: $(cat err.txt)"
+  [ ! -e notrun ] || fail "output folder created for a command that cannot run"
+  ;;
+help)
+  for args in "--help" "run --help" "avail --help" "help" "run -h"; do
+    # shellcheck disable=SC2086
+    "$xptrace" $args >out.txt 2>err.txt || fail "'$args' failed"
+    grep -q '^usage: xptrace' out.txt || fail "'$args': no usage on stdout"
+  done
+  "$xptrace" run --help | grep -q -- '--buffer-policy' || fail "run --help lacks options"
+  "$xptrace" --version | grep -q '^xptrace [0-9]' || fail "--version"
+  "$xptrace" avail >avail.txt || fail "avail failed"
+  for word in perfetto stats text XPTI_TRACE_ENABLE XPTI_FRAMEWORK_DISPATCHER XPTI_SUBSCRIBERS \
+    XPTI_TEXT_OUTPUT XPTRACE_OUTPUT XPTRACE_TRACE_FORMAT XPTRACE_BUFFER_SIZE \
+    XPTRACE_BUFFER_POLICY XPTRACE_STREAMS OPENCL_LAYERS; do
+    grep -q "^  $word " avail.txt || fail "avail lacks $word"
+  done
+  grep -Eq '^  task_begin +10$' avail.txt || fail "avail: task_begin 10"
+  grep -Eq '^  function_with_args_end +29$' avail.txt || fail "avail: function_with_args_end 29"
+  grep -Eq '^  offload_accessor +10$' avail.txt || fail "avail: offload_accessor 10"
+  grep -Eq '^  stats .*\[found\]$' avail.txt || fail "avail: stats library not found"
+  ;;
+env)
+  # Options become environment; libraries are absolute paths next to bin/.
+  libdir=$(cd "$(dirname "$xptrace")/../lib" && pwd)
+  "$xptrace" run -c stats,stats --format json --buffer-size 1M --buffer-policy ring \
+    --streams 'a,b*' -o outdir -- sh -c 'env | grep -E "^(XPTI|XPTRACE)_" | sort' >env.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "env run: exit $rc: $(cat err.txt)"
+  for line in "XPTI_TRACE_ENABLE=1" "XPTI_FRAMEWORK_DISPATCHER=$libdir/libxptifw.so" \
+    "XPTI_SUBSCRIBERS=$libdir/libxpti_stats.so" "XPTRACE_OUTPUT=$scratch/outdir" \
+    "XPTRACE_TRACE_FORMAT=json" "XPTRACE_BUFFER_SIZE=1M" "XPTRACE_BUFFER_POLICY=ring" \
+    "XPTRACE_STREAMS=a,b*"; do
+    grep -qxF "$line" env.txt || fail "env lacks $line: $(cat env.txt)"
+  done
+  grep -qxF "xptrace: output in $scratch/outdir" err.txt || fail "output line: $(cat err.txt)"
+  # Default folder: named after the command, created before it starts.
+  "$xptrace" run -c stats -- sh -c 'test -d "$XPTRACE_OUTPUT" && echo "$XPTRACE_OUTPUT"' \
+    >dir.txt 2>err.txt || fail "default dir run failed: $(cat err.txt)"
+  dir=$(cat dir.txt)
+  case $dir in
+  "$scratch"/xptrace-sh-[0-9]*) ;;
+  *) fail "default output folder '$dir'" ;;
+  esac
+  grep -qxF "xptrace: output in $dir" err.txt || fail "default dir not printed: $(cat err.txt)"
+  # Options of the command are the command's.
+  "$xptrace" run -c stats -o o2 sh -c 'exit 0' --bogus || fail "command options taken by xptrace"
+  # Verbose prints what it sets and runs.
+  "$xptrace" run -v -c stats -o o3 -- true 2>err.txt || fail "verbose run failed"
+  grep -q '^xptrace: XPTI_SUBSCRIBERS=' err.txt || fail "verbose: no environment"
+  grep -q '^xptrace: running true' err.txt || fail "verbose: no command"
+  ;;
+stats)
+  "$xptrace" run -c stats -o out -- "$sample" >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat err.txt)"
+  "$python" "$check" out || fail "stats values"
+  grep -q '^nap  *sample  *task  *10 ' err.txt || fail "no table on stderr: $(cat err.txt)"
+  grep -qxF "xptrace: statistics $scratch/out/stats.csv, $scratch/out/stats.json" err.txt ||
+    fail "stats path not printed"
+  ;;
+streams)
+  "$xptrace" run -c stats --streams sample -o out -- "$sample" >out.txt 2>err.txt ||
+    fail "run failed: $(cat err.txt)"
+  "$python" "$check" out --only-sample || fail "stream selection"
+  ;;
+exit)
+  "$xptrace" run -c stats -o out -- "$sample" 7 >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 7 ] || fail "exit status $rc, expected 7"
+  "$python" "$check" out || fail "stats after exit(7)"
+  "$xptrace" run -c stats -o out2 -- sh -c 'exit 42' 2>/dev/null
+  rc=$?
+  [ "$rc" -eq 42 ] || fail "exit status $rc, expected 42"
+  ;;
+signal)
+  "$xptrace" run -c stats -o segv -- "$sample" segv >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 139 ] || fail "segv: exit $rc, expected 139"
+  grep -qxF "xptrace: $sample killed by signal 11 (SIGSEGV)" err.txt || fail "segv: $(cat err.txt)"
+  "$python" "$check" segv || fail "stats after SIGSEGV"
+  "$xptrace" run -c stats -o term -- "$sample" term >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 143 ] || fail "term: exit $rc, expected 143"
+  grep -qxF "xptrace: $sample killed by signal 15 (SIGTERM)" err.txt || fail "term: $(cat err.txt)"
+  "$python" "$check" term || fail "stats after SIGTERM"
+  # A SIGTERM sent to xptrace reaches the command; xptrace reports it.
+  "$xptrace" run -c stats -o fwd -- sleep 30 2>err.txt &
+  xpid=$!
+  sleep 1
+  kill -TERM "$xpid"
+  wait "$xpid"
+  rc=$?
+  [ "$rc" -eq 143 ] || fail "forwarded SIGTERM: exit $rc"
+  grep -qF "killed by signal 15 (SIGTERM)" err.txt || fail "forwarded: $(cat err.txt)"
+  ;;
+text)
+  "$xptrace" run -c text,stats -o out -- "$sample" >out.txt 2>err.txt || fail "text run: $(cat err.txt)"
+  [ -s out/text.log ] || fail "no text.log"
+  "$python" "$check" out || fail "stats next to text"
+  ;;
+perfetto)
+  "$xptrace" run -o out -- "$sample" >out.txt 2>err.txt || fail "default run: $(cat err.txt)"
+  [ -s out/trace.perfetto-trace ] || fail "no trace.perfetto-trace"
+  grep -qxF "xptrace: trace $scratch/out/trace.perfetto-trace (open in https://ui.perfetto.dev)" err.txt ||
+    fail "trace path not printed: $(cat err.txt)"
+  "$python" "$check" out || fail "stats next to perfetto"
+  "$xptrace" run --format json -o json -- "$sample" >out.txt 2>err.txt || fail "json run"
+  "$python" -c 'import json,sys; json.load(open(sys.argv[1]))' json/trace.json || fail "trace.json"
+  ;;
+opencl)
+  libdir=$(cd "$(dirname "$xptrace")/../lib" && pwd)
+  OPENCL_LAYERS=/opt/other/layer.so "$xptrace" run -c stats --opencl -o out -- \
+    sh -c 'echo "$OPENCL_LAYERS"' >layers.txt 2>err.txt || fail "opencl run: $(cat err.txt)"
+  grep -qxF "/opt/other/layer.so:$libdir/libxptrace_opencl.so" layers.txt ||
+    fail "OPENCL_LAYERS: $(cat layers.txt)"
+  env -u OPENCL_LAYERS "$xptrace" run -c stats --opencl -o out2 -- \
+    sh -c 'echo "$OPENCL_LAYERS"' >layers.txt 2>err.txt || fail "opencl run 2"
+  grep -qxF "$libdir/libxptrace_opencl.so" layers.txt || fail "OPENCL_LAYERS alone: $(cat layers.txt)"
+  ;;
+*)
+  echo "unknown mode $mode" >&2
+  exit 2
+  ;;
+esac
+chmod -R u+w "$scratch" 2>/dev/null
+[ "$failures" -eq 0 ] || exit 1
+echo "[$mode] OK"
