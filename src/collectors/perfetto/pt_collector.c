@@ -1,0 +1,596 @@
+/* libxpti_perfetto.so: records every notification into per-thread buffers
+ * (no lock, never waits) and turns them into a Perfetto or Chrome JSON
+ * trace in a writer: a background thread (policy "flush") and the flush
+ * hooks (exit, signals, xptiFinalize of the last stream). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pt_internal.h"
+#include "xpt_collector.h"
+
+struct pt_thread *_Atomic pt_threads;
+enum pt_format pt_format;
+struct pt_process pt_proc;
+
+static enum pt_policy pt_policy;
+static uint64_t pt_budget;
+static uint32_t pt_chunk_cap;
+static _Atomic uint64_t pt_in_use;
+static _Atomic uint32_t pt_thread_count;
+static _Atomic uint64_t pt_dropped_global; /* no thread state could be made */
+static pthread_key_t pt_key;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+static __thread struct pt_thread *pt_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- the hot path ------------------------------------------------------ */
+
+static inline uint64_t pt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pt_writer_wake(void);
+static bool pt_next_chunk(struct pt_thread *t, uint32_t need);
+static struct pt_thread *pt_thread_new(void);
+
+/* With a NULL event, function_begin and diagnostics pass a name string. */
+static inline bool pt_user_data_is_name(uint16_t type) {
+  return type == XPTI_TRACE_FUNCTION_BEGIN || type == XPTI_TRACE_DIAGNOSTICS;
+}
+
+static inline void pt_record(uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
+                             uint64_t instance, const void *user_data) {
+  struct pt_thread *t = pt_tls;
+  if (__builtin_expect(t == NULL, 0)) {
+    t = pt_thread_new();
+    if (!t) {
+      atomic_fetch_add_explicit(&pt_dropped_global, 1, memory_order_relaxed);
+      return;
+    }
+  }
+  uint32_t name_len = 0;
+  if (__builtin_expect(event == NULL, 0) && user_data && pt_user_data_is_name(type))
+    name_len = (uint32_t)strnlen((const char *)user_data, PT_NAME_MAX);
+  uint32_t size = pt_rec_size(name_len);
+  uint64_t ts = pt_now();
+  if (__builtin_expect((size_t)(t->end - t->pos) < size, 0) && !pt_next_chunk(t, size)) {
+    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    return;
+  }
+  struct pt_rec *r = (struct pt_rec *)t->pos;
+  r->ts = ts;
+  r->event = event;
+  r->instance = instance;
+  r->type = type;
+  r->stream = stream;
+  r->pad = 0;
+  r->name_len = name_len;
+  if (name_len)
+    memcpy(r + 1, user_data, name_len);
+  t->pos += size;
+  struct pt_chunk *c = t->cur;
+  c->nrec++;
+  atomic_store_explicit(&c->committed, (uint32_t)(t->pos - c->data), memory_order_release);
+}
+
+/* The callback gets no stream id, so each stream gets its own trampoline. */
+#define PT_CB(hi, lo)                                                                          \
+  static void pt_cb_##hi##lo(uint16_t type, xpti_trace_event_data_t *parent,                   \
+                             xpti_trace_event_data_t *event, uint64_t instance,                \
+                             const void *user_data) {                                          \
+    (void)parent;                                                                              \
+    pt_record(0x##hi##lo, type, event, instance, user_data);                                   \
+  }
+#define PT_CB16(hi)                                                                            \
+  PT_CB(hi, 0) PT_CB(hi, 1) PT_CB(hi, 2) PT_CB(hi, 3) PT_CB(hi, 4) PT_CB(hi, 5) PT_CB(hi, 6)   \
+  PT_CB(hi, 7) PT_CB(hi, 8) PT_CB(hi, 9) PT_CB(hi, a) PT_CB(hi, b) PT_CB(hi, c) PT_CB(hi, d)   \
+  PT_CB(hi, e) PT_CB(hi, f)
+PT_CB16(0) PT_CB16(1) PT_CB16(2) PT_CB16(3) PT_CB16(4) PT_CB16(5) PT_CB16(6) PT_CB16(7)
+PT_CB16(8) PT_CB16(9) PT_CB16(a) PT_CB16(b) PT_CB16(c) PT_CB16(d) PT_CB16(e) PT_CB16(f)
+#define PT_CBREF(hi, lo) pt_cb_##hi##lo,
+#define PT_CBREF16(hi)                                                                         \
+  PT_CBREF(hi, 0) PT_CBREF(hi, 1) PT_CBREF(hi, 2) PT_CBREF(hi, 3) PT_CBREF(hi, 4)              \
+  PT_CBREF(hi, 5) PT_CBREF(hi, 6) PT_CBREF(hi, 7) PT_CBREF(hi, 8) PT_CBREF(hi, 9)              \
+  PT_CBREF(hi, a) PT_CBREF(hi, b) PT_CBREF(hi, c) PT_CBREF(hi, d) PT_CBREF(hi, e)              \
+  PT_CBREF(hi, f)
+static const xpti_tracepoint_callback_api_t pt_callbacks[256] = {
+    PT_CBREF16(0) PT_CBREF16(1) PT_CBREF16(2) PT_CBREF16(3) PT_CBREF16(4) PT_CBREF16(5)
+    PT_CBREF16(6) PT_CBREF16(7) PT_CBREF16(8) PT_CBREF16(9) PT_CBREF16(a) PT_CBREF16(b)
+    PT_CBREF16(c) PT_CBREF16(d) PT_CBREF16(e) PT_CBREF16(f)};
+
+/* ---- the slow paths of recording --------------------------------------- */
+
+static void pt_thread_exit(void *p) {
+  struct pt_thread *t = p;
+  if (pt_tls == t)
+    pt_tls = NULL;
+  atomic_store_explicit(&t->exited, 1, memory_order_release);
+}
+
+static struct pt_thread *pt_thread_new(void) {
+  struct pt_thread *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  t->pid = getpid();
+  t->tid = (pid_t)syscall(SYS_gettid);
+  if (t->tid == t->pid)
+    snprintf(t->name, sizeof t->name, "%s", xpt_program_name());
+  else if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0)
+    t->name[0] = '\0';
+  t->index = atomic_fetch_add_explicit(&pt_thread_count, 1, memory_order_relaxed) + 1;
+  struct pt_thread *head = atomic_load_explicit(&pt_threads, memory_order_relaxed);
+  do
+    t->next_all = head;
+  while (!atomic_compare_exchange_weak_explicit(&pt_threads, &head, t, memory_order_release,
+                                                memory_order_relaxed));
+  pt_tls = t;
+  pthread_setspecific(pt_key, t);
+  return t;
+}
+
+static uint32_t pt_count_records(const struct pt_chunk *c, uint32_t from, uint32_t to) {
+  uint32_t n = 0;
+  while (from < to) {
+    const struct pt_rec *r = (const struct pt_rec *)(c->data + from);
+    from += pt_rec_size(r->name_len);
+    n++;
+  }
+  return n;
+}
+
+/* Ring policy: reuse this thread's oldest sealed chunk; what it still held
+ * is dropped.  Never waits: when the writer holds the thread, give up. */
+static struct pt_chunk *pt_recycle(struct pt_thread *t) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&t->owner, &expected, 1))
+    return NULL;
+  struct pt_chunk *old = atomic_load_explicit(&t->head,
+                                              memory_order_relaxed);
+  struct pt_chunk *c = NULL;
+  if (old && old != t->cur) {
+    uint32_t committed = atomic_load_explicit(&old->committed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->dropped, pt_count_records(old, old->consumed, committed),
+                              memory_order_relaxed);
+    atomic_store_explicit(&t->head, atomic_load_explicit(&old->next, memory_order_relaxed),
+                          memory_order_relaxed);
+    c = old;
+    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
+    c->consumed = 0;
+    c->nrec = 0;
+  }
+  atomic_store_explicit(&t->owner, 0, memory_order_release);
+  return c;
+}
+
+static bool pt_next_chunk(struct pt_thread *t, uint32_t need) {
+  (void)need; /* a record (<= 32 + 256 bytes) always fits an empty chunk */
+  size_t bytes = sizeof(struct pt_chunk) + pt_chunk_cap;
+  struct pt_chunk *c = NULL;
+  uint64_t used = atomic_fetch_add_explicit(&pt_in_use, bytes, memory_order_relaxed);
+  if (used + bytes <= pt_budget)
+    c = malloc(bytes);
+  if (c) {
+    atomic_init(&c->next, NULL);
+    atomic_init(&c->committed, 0);
+    c->consumed = 0;
+    c->cap = pt_chunk_cap;
+    c->nrec = 0;
+  } else {
+    atomic_fetch_sub_explicit(&pt_in_use, bytes, memory_order_relaxed);
+    if (pt_policy == PT_POLICY_RING && t->cur)
+      c = pt_recycle(t);
+    if (!c) {
+      if (pt_policy == PT_POLICY_FLUSH)
+        pt_writer_wake();
+      return false;
+    }
+  }
+  if (t->cur)
+    atomic_store_explicit(&t->cur->next, c, memory_order_release);
+  else
+    atomic_store_explicit(&t->head, c, memory_order_release);
+  t->cur = c;
+  t->pos = c->data;
+  t->end = c->data + c->cap;
+  if (pt_policy == PT_POLICY_FLUSH)
+    pt_writer_wake();
+  return true;
+}
+
+/* ---- the writer -------------------------------------------------------- */
+
+static pthread_mutex_t pt_writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct pt_encoder *pt_enc;
+static int pt_fd = -1;
+static bool pt_file_failed;
+static char pt_path[4096];
+static off_t pt_off;
+static struct pt_buf pt_out;
+static struct pt_graph_rec *pt_graph;
+static size_t pt_graph_n, pt_graph_cap, pt_graph_done;
+static uint64_t pt_dropped_written, pt_dropped_reported;
+static _Atomic int pt_writer_running;
+static _Atomic int pt_writer_stop;
+static sem_t pt_wake;
+static __thread bool pt_in_pass;
+
+static void pt_write_at(off_t off, const void *p, size_t n) {
+  const char *s = p;
+  while (n && !pt_file_failed) {
+    ssize_t w = pwrite(pt_fd, s, n, off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      fprintf(stderr, "xpti: perfetto collector cannot write '%s': %s\n", pt_path,
+              w < 0 ? strerror(errno) : "short write");
+      pt_file_failed = true;
+      return;
+    }
+    s += w;
+    off += w;
+    n -= (size_t)w;
+  }
+}
+
+static void pt_out_flush(void) {
+  if (pt_fd >= 0 && !pt_file_failed && pt_out.len) {
+    pt_write_at(pt_off, pt_out.data, pt_out.len);
+    pt_off += (off_t)pt_out.len;
+  }
+  pt_out.len = 0;
+  pt_out.failed = false;
+}
+
+static void pt_open_file(void) {
+  if (pt_fd >= 0 || pt_file_failed)
+    return;
+  const char *dir = xpt_output_dir();
+  if (!dir) {
+    pt_file_failed = true;
+    return;
+  }
+  snprintf(pt_path, sizeof pt_path, "%s/%s", dir,
+           pt_format == PT_FORMAT_JSON ? "trace.json" : "trace.perfetto-trace");
+  pt_fd = open(pt_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (pt_fd < 0) {
+    fprintf(stderr, "xpti: perfetto collector cannot open '%s': %s\n", pt_path, strerror(errno));
+    pt_file_failed = true;
+    return;
+  }
+  pt_off = 0;
+  pt_enc->begin_file(&pt_out);
+}
+
+static void pt_graph_add(const struct pt_rec *r) {
+  if (pt_graph_n == pt_graph_cap) {
+    size_t cap = pt_graph_cap ? pt_graph_cap * 2 : 64;
+    struct pt_graph_rec *g = realloc(pt_graph, cap * sizeof *g);
+    if (!g)
+      return;
+    pt_graph = g;
+    pt_graph_cap = cap;
+  }
+  pt_graph[pt_graph_n++] = (struct pt_graph_rec){r->ts, r->event, r->instance, r->type, r->stream};
+}
+
+static void pt_encode_range(struct pt_thread *t, struct pt_chunk *c, uint32_t to) {
+  uint32_t off = c->consumed;
+  while (off < to) {
+    const struct pt_rec *r = (const struct pt_rec *)(c->data + off);
+    off += pt_rec_size(r->name_len);
+    if (pt_kind_of(r->type) == PT_KIND_GRAPH)
+      pt_graph_add(r);
+    else
+      pt_enc->thread_record(&pt_out, t, r);
+    if (pt_out.len >= (1u << 20))
+      pt_out_flush();
+  }
+  c->consumed = to;
+}
+
+/* Encode what every thread has committed; chunks that are sealed and
+ * fully encoded go back to the budget. */
+static void pt_drain_thread(struct pt_thread *t) {
+  int expected = 0;
+  while (!atomic_compare_exchange_weak(&t->owner, &expected, 2)) {
+    expected = 0;
+    sched_yield();
+  }
+  bool exited = atomic_load_explicit(&t->exited, memory_order_acquire);
+  struct pt_chunk *c = atomic_load_explicit(&t->head,
+                                            memory_order_acquire);
+  while (c) {
+    struct pt_chunk *next = atomic_load_explicit(&c->next, memory_order_acquire);
+    uint32_t committed = atomic_load_explicit(&c->committed, memory_order_acquire);
+    pt_encode_range(t, c, committed);
+    if (!next && !exited)
+      break;
+    atomic_store_explicit(&t->head, next, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&pt_in_use, sizeof *c + c->cap, memory_order_relaxed);
+    free(c);
+    c = next;
+  }
+  if (exited)
+    t->dead = true; /* its last chunk is freed: nothing more will come */
+  atomic_store_explicit(&t->owner, 0, memory_order_release);
+}
+
+static uint64_t pt_total_dropped(void) {
+  uint64_t n = atomic_load_explicit(&pt_dropped_global, memory_order_relaxed);
+  for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
+       t = t->next_all)
+    n += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+  return n;
+}
+
+static void pt_pass_locked(bool final) {
+  pt_in_pass = true;
+  pt_open_file();
+  for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
+       t = t->next_all)
+    if (!t->dead)
+      pt_drain_thread(t);
+  if (final) {
+    if (pt_graph_n > pt_graph_done) {
+      pt_enc->graph(&pt_out, pt_graph + pt_graph_done, pt_graph_n - pt_graph_done);
+      pt_graph_done = pt_graph_n;
+    }
+    uint64_t dropped = pt_total_dropped();
+    if (dropped != pt_dropped_written) {
+      pt_enc->dropped(&pt_out, dropped, pt_now());
+      pt_dropped_written = dropped;
+    }
+  }
+  pt_out_flush();
+  /* The JSON closing bytes go after the data and are overwritten next time. */
+  if (pt_enc->trailer && pt_fd >= 0 && !pt_file_failed)
+    pt_write_at(pt_off, pt_enc->trailer, strlen(pt_enc->trailer));
+  pt_in_pass = false;
+}
+
+/* From a signal handler the lock may be held by an interrupted writer:
+ * try for a while, never forever. */
+static bool pt_lock_writer(bool from_signal) {
+  if (!from_signal) {
+    pthread_mutex_lock(&pt_writer_lock);
+    return true;
+  }
+  if (pt_in_pass)
+    return false;
+  for (int i = 0; i < 2000; i++) {
+    if (pthread_mutex_trylock(&pt_writer_lock) == 0)
+      return true;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return false;
+}
+
+static void *pt_writer_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  while (!atomic_load(&pt_writer_stop)) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100 * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    sem_timedwait(&pt_wake, &until);
+    if (atomic_load(&pt_writer_stop))
+      break;
+    pthread_mutex_lock(&pt_writer_lock);
+    if (!atomic_load(&pt_writer_stop))
+      pt_pass_locked(false);
+    pthread_mutex_unlock(&pt_writer_lock);
+  }
+  return NULL;
+}
+
+static void pt_writer_start(void) {
+  int expected = 0;
+  if (pt_policy != PT_POLICY_FLUSH || atomic_load(&pt_writer_stop) ||
+      !atomic_compare_exchange_strong(&pt_writer_running, &expected, 1))
+    return;
+  pthread_t th;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&th, &attr, pt_writer_main, NULL) != 0)
+    atomic_store(&pt_writer_running, 0); /* flushes still write at exit */
+  pthread_attr_destroy(&attr);
+}
+
+static void pt_writer_wake(void) {
+  if (atomic_load_explicit(&pt_writer_running, memory_order_relaxed))
+    sem_post(&pt_wake);
+  else
+    pt_writer_start(); /* e.g. in a forked child */
+}
+
+static void pt_flush(void *ctx, enum xpt_flush_reason reason) {
+  (void)ctx;
+  if (reason == XPT_FLUSH_FORK_CHILD)
+    return; /* reset by pt_fork_child */
+  bool last = reason == XPT_FLUSH_EXIT || reason == XPT_FLUSH_SIGNAL;
+  if (last)
+    atomic_store(&pt_writer_stop, 1);
+  if (!pt_lock_writer(reason == XPT_FLUSH_SIGNAL))
+    return;
+  pt_pass_locked(true);
+  uint64_t dropped = pt_dropped_written;
+  bool report = last && dropped != pt_dropped_reported;
+  pt_dropped_reported = last ? dropped : pt_dropped_reported;
+  pthread_mutex_unlock(&pt_writer_lock);
+  if (report)
+    fprintf(stderr, "xpti: perfetto collector dropped %" PRIu64 " events\n", dropped);
+}
+
+/* ---- fork: the child starts an empty trace of its own ----------------- */
+
+static void pt_fork_prepare(void) { pthread_mutex_lock(&pt_writer_lock); }
+static void pt_fork_parent(void) { pthread_mutex_unlock(&pt_writer_lock); }
+
+static void pt_free_chunks(struct pt_thread *t) {
+  struct pt_chunk *c = atomic_load_explicit(&t->head, memory_order_relaxed);
+  while (c) {
+    struct pt_chunk *next = atomic_load_explicit(&c->next, memory_order_relaxed);
+    free(c);
+    c = next;
+  }
+  atomic_store_explicit(&t->head, NULL, memory_order_relaxed);
+  t->cur = NULL;
+  t->pos = t->end = NULL;
+}
+
+static void pt_fork_child(void) {
+  pthread_mutex_init(&pt_writer_lock, NULL);
+  sem_init(&pt_wake, 0, 0);
+  atomic_store(&pt_writer_running, 0);
+  atomic_store(&pt_writer_stop, 0);
+  pt_proc.pid = getpid();
+  pt_proc.start_ns = pt_now();
+  if (pt_fd >= 0)
+    close(pt_fd);
+  pt_fd = -1;
+  pt_file_failed = false;
+  pt_off = 0;
+  pt_out.len = 0;
+  pt_graph_n = pt_graph_done = 0;
+  pt_dropped_written = pt_dropped_reported = 0;
+  atomic_store(&pt_in_use, 0);
+  atomic_store(&pt_dropped_global, 0);
+  for (struct pt_thread *t = atomic_load(&pt_threads); t; t = t->next_all) {
+    pt_free_chunks(t);
+    atomic_store(&t->dropped, 0);
+    atomic_store(&t->owner, 0);
+    if (t == pt_tls) {
+      t->pid = pt_proc.pid;
+      t->tid = (pid_t)syscall(SYS_gettid);
+      t->seq.started = false;
+      if (t->seq.interned)
+        memset(t->seq.interned, 0, t->seq.interned_cap);
+    } else {
+      t->dead = true; /* that thread does not exist here */
+    }
+  }
+}
+
+/* ---- set-up and the subscriber entry points --------------------------- */
+
+static void pt_setup(void) {
+  pt_proc.pid = getpid();
+  pt_proc.start_ns = pt_now();
+  const char *fmt = getenv("XPTRACE_TRACE_FORMAT");
+  pt_format = PT_FORMAT_PROTO;
+  if (fmt && !strcmp(fmt, "json"))
+    pt_format = PT_FORMAT_JSON;
+  else if (fmt && *fmt && strcmp(fmt, "perfetto"))
+    fprintf(stderr, "xpti: XPTRACE_TRACE_FORMAT='%s' is not perfetto or json; using perfetto\n",
+            fmt);
+  pt_enc = pt_format == PT_FORMAT_JSON ? &pt_json_encoder : &pt_proto_encoder;
+  const char *policy = getenv("XPTRACE_BUFFER_POLICY");
+  pt_policy = PT_POLICY_FLUSH;
+  if (policy && !strcmp(policy, "ring"))
+    pt_policy = PT_POLICY_RING;
+  else if (policy && *policy && strcmp(policy, "flush"))
+    fprintf(stderr, "xpti: XPTRACE_BUFFER_POLICY='%s' is not flush or ring; using flush\n",
+            policy);
+  pt_budget = xpt_env_size("XPTRACE_BUFFER_SIZE", 64u << 20);
+  /* Small budgets get small chunks so that several threads share them. */
+  uint64_t cap = pt_budget / 64;
+  cap = cap < 1024 ? 1024 : cap > (256u << 10) ? (256u << 10) : cap;
+  pt_chunk_cap = (uint32_t)(cap & ~(uint64_t)7);
+  sem_init(&pt_wake, 0, 0);
+  pthread_key_create(&pt_key, pt_thread_exit);
+  pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);
+  xpt_register_flush(pt_flush, NULL);
+}
+
+static const uint16_t pt_known_types[] = {
+    XPTI_TRACE_GRAPH_CREATE,     XPTI_TRACE_NODE_CREATE,
+    XPTI_TRACE_EDGE_CREATE,      XPTI_TRACE_REGION_BEGIN,
+    XPTI_TRACE_REGION_END,       XPTI_TRACE_TASK_BEGIN,
+    XPTI_TRACE_TASK_END,         XPTI_TRACE_BARRIER_BEGIN,
+    XPTI_TRACE_BARRIER_END,      XPTI_TRACE_LOCK_BEGIN,
+    XPTI_TRACE_LOCK_END,         XPTI_TRACE_SIGNAL,
+    XPTI_TRACE_TRANSFER_BEGIN,   XPTI_TRACE_TRANSFER_END,
+    XPTI_TRACE_THREAD_BEGIN,     XPTI_TRACE_THREAD_END,
+    XPTI_TRACE_WAIT_BEGIN,       XPTI_TRACE_WAIT_END,
+    XPTI_TRACE_FUNCTION_BEGIN,   XPTI_TRACE_FUNCTION_END,
+    XPTI_TRACE_METADATA,         XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN,
+    XPTI_TRACE_FUNCTION_WITH_ARGS_END, XPTI_TRACE_MEM_ALLOC_BEGIN,
+    XPTI_TRACE_MEM_ALLOC_END,    XPTI_TRACE_MEM_RELEASE_BEGIN,
+    XPTI_TRACE_MEM_RELEASE_END,  XPTI_TRACE_DIAGNOSTICS,
+};
+
+static pthread_mutex_t pt_streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t pt_stream_on[256];
+static unsigned pt_live_streams;
+
+XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,
+                                     const char *stream) {
+  (void)major;
+  (void)minor;
+  (void)version;
+  pthread_once(&pt_once, pt_setup);
+  if (!stream || !*stream || !xpt_stream_selected(stream))
+    return;
+  uint8_t id = xptiRegisterStream(stream);
+  if (id == XPTI_INVALID_STREAM_ID)
+    return;
+  pthread_mutex_lock(&pt_streams_lock);
+  bool fresh = !pt_stream_on[id];
+  if (fresh) {
+    pt_stream_on[id] = 1;
+    pt_live_streams++;
+  }
+  pthread_mutex_unlock(&pt_streams_lock);
+  if (!fresh)
+    return;
+  for (size_t i = 0; i < sizeof pt_known_types / sizeof pt_known_types[0]; i++)
+    xptiRegisterCallback(id, pt_known_types[i], pt_callbacks[id]);
+  /* User-defined types of the tools known so far. */
+  for (unsigned tool = 1; tool < 256; tool++)
+    if (xptiLookupToolName((uint8_t)tool))
+      for (unsigned n = 0; n < 128; n++)
+        xptiRegisterCallback(id, (uint16_t)(XPTI_PACK_TOOL_ID(tool) | XPTI_USER_DEFINED(n)),
+                             pt_callbacks[id]);
+  pt_writer_start();
+}
+
+XPTI_CALLBACK_API void xptiTraceFinish(const char *stream) {
+  if (!stream)
+    return;
+  pthread_once(&pt_once, pt_setup);
+  const char *name;
+  unsigned live = 1;
+  bool found = false;
+  pthread_mutex_lock(&pt_streams_lock);
+  for (unsigned id = 0; id < 255; id++)
+    if (pt_stream_on[id] && (name = xptiLookupStreamName((uint8_t)id)) && !strcmp(name, stream)) {
+      pt_stream_on[id] = 0;
+      live = --pt_live_streams;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&pt_streams_lock);
+  if (found && live == 0)
+    pt_flush(NULL, XPT_FLUSH_FINALIZE);
+}

@@ -1,0 +1,295 @@
+/* What the two encoders share: record classification, names, the string
+ * table, and the debug annotations of an event. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pt_common.h"
+#include "xpt_collector.h"
+
+enum pt_kind pt_kind_of(uint16_t type) {
+  switch (type) {
+  case XPTI_TRACE_GRAPH_CREATE:
+  case XPTI_TRACE_NODE_CREATE:
+  case XPTI_TRACE_EDGE_CREATE:
+    return PT_KIND_GRAPH;
+  case XPTI_TRACE_SIGNAL:
+  case XPTI_TRACE_METADATA:
+  case XPTI_TRACE_DIAGNOSTICS:
+    return PT_KIND_INSTANT;
+  default:
+    break;
+  }
+  if (type & 1)
+    return PT_KIND_END;
+  /* Known begin types, and every even user-defined type, open a slice. */
+  if ((type & XPTI_TRACE_USER_DEFINED) || (type >= XPTI_TRACE_REGION_BEGIN &&
+                                            type <= XPTI_TRACE_MEM_RELEASE_BEGIN))
+    return PT_KIND_BEGIN;
+  return PT_KIND_INSTANT;
+}
+
+const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen) {
+  if (r->event) {
+    const xpti_payload_t *p = r->event->reserved.payload;
+    if (p && p->name && *p->name)
+      return p->name;
+  }
+  if (r->name_len) {
+    size_t n = r->name_len < buflen - 1 ? r->name_len : buflen - 1;
+    memcpy(buf, r + 1, n);
+    buf[n] = '\0';
+    return buf;
+  }
+  return xpt_trace_type_name(r->type, buf, buflen);
+}
+
+const char *pt_stream_name(uint8_t stream) {
+  const char *s = xptiLookupStreamName(stream);
+  return s ? s : "unknown";
+}
+
+/* ---- string table: content -> id (1..), open addressing ------------- */
+
+struct pt_str {
+  uint64_t hash;
+  char *s;
+  uint32_t id;
+};
+static struct pt_str *pt_strs;
+static size_t pt_strs_cap, pt_strs_n;
+
+static uint64_t pt_hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h | 1;
+}
+
+static bool pt_strs_grow(void) {
+  size_t cap = pt_strs_cap ? pt_strs_cap * 2 : 256;
+  struct pt_str *t = calloc(cap, sizeof *t);
+  if (!t)
+    return false;
+  for (size_t i = 0; i < pt_strs_cap; i++)
+    if (pt_strs[i].hash) {
+      size_t j = pt_strs[i].hash & (cap - 1);
+      while (t[j].hash)
+        j = (j + 1) & (cap - 1);
+      t[j] = pt_strs[i];
+    }
+  free(pt_strs);
+  pt_strs = t;
+  pt_strs_cap = cap;
+  return true;
+}
+
+uint32_t pt_str_id(const char *s, size_t len) {
+  if ((pt_strs_n + 1) * 2 > pt_strs_cap && !pt_strs_grow())
+    return 0;
+  uint64_t h = pt_hash(s, len);
+  size_t j = h & (pt_strs_cap - 1);
+  while (pt_strs[j].hash) {
+    if (pt_strs[j].hash == h && !strncmp(pt_strs[j].s, s, len) && pt_strs[j].s[len] == '\0')
+      return pt_strs[j].id;
+    j = (j + 1) & (pt_strs_cap - 1);
+  }
+  char *copy = malloc(len + 1);
+  if (!copy)
+    return 0;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  pt_strs[j] = (struct pt_str){h, copy, (uint32_t)++pt_strs_n};
+  return pt_strs[j].id;
+}
+
+/* ---- debug annotations ---------------------------------------------- */
+
+static void pt_arg_str(struct pt_args *a, const char *name, const char *s, size_t n) {
+  if (a->n == PT_ARGS_MAX)
+    return;
+  size_t room = sizeof a->scratch - a->used;
+  if (n + 1 > room)
+    n = room ? room - 1 : 0;
+  if (!room)
+    return;
+  char *dst = a->scratch + a->used;
+  memcpy(dst, s, n);
+  dst[n] = '\0';
+  a->used += n + 1;
+  a->v[a->n++] = (struct pt_arg){.name = name, .kind = PT_ARG_STR, .s = dst};
+}
+
+static void pt_arg_uint(struct pt_args *a, const char *name, uint64_t u) {
+  if (a->n < PT_ARGS_MAX)
+    a->v[a->n++] = (struct pt_arg){.name = name, .kind = PT_ARG_UINT, .u = u};
+}
+
+static void pt_arg_metadata(struct pt_args *a, const char *key, xpti_object_data_t o) {
+  if (!o.data)
+    return;
+  union {
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    float f;
+    double d;
+  } v = {0};
+  if (o.size <= sizeof v)
+    memcpy(&v, o.data, o.size);
+  if (a->n == PT_ARGS_MAX)
+    return;
+  struct pt_arg *x = &a->v[a->n];
+  x->name = key;
+  switch (o.type) {
+  case XPTI_METADATA_STRING: {
+    size_t n = strnlen(o.data, o.size);
+    pt_arg_str(a, key, o.data, n);
+    return;
+  }
+  case XPTI_METADATA_SIGNED_INTEGER:
+    x->kind = PT_ARG_INT;
+    x->i = o.size == 1 ? v.i8 : o.size == 2 ? v.i16 : o.size == 4 ? v.i32 : v.i64;
+    break;
+  case XPTI_METADATA_UNSIGNED_INTEGER:
+    x->kind = PT_ARG_UINT;
+    x->u = o.size == 1 ? v.u8 : o.size == 2 ? v.u16 : o.size == 4 ? v.u32 : v.u64;
+    break;
+  case XPTI_METADATA_FLOAT:
+    x->kind = PT_ARG_DOUBLE;
+    x->d = o.size == 4 ? v.f : v.d;
+    break;
+  case XPTI_METADATA_BOOLEAN:
+    x->kind = PT_ARG_BOOL;
+    x->u = v.u8 != 0;
+    break;
+  default: {
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "<%zu bytes>", o.size);
+    pt_arg_str(a, key, tmp, strlen(tmp));
+    return;
+  }
+  }
+  a->n++;
+}
+
+void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e, uint64_t instance) {
+  a->n = 0;
+  a->used = 0;
+  if (!e)
+    return;
+  pt_arg_uint(a, "uid", e->unique_id);
+  pt_arg_uint(a, "instance", instance);
+  const xpti_payload_t *p = e->reserved.payload;
+  if (p && p->source_file && (p->flags & XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE)) {
+    char src[512];
+    if (p->line_no != XPTI_INVALID_LINE && (p->flags & XPTI_PAYLOAD_LINE_INFO_AVAILABLE))
+      snprintf(src, sizeof src, "%s:%" PRIu32, p->source_file, p->line_no);
+    else
+      snprintf(src, sizeof src, "%s", p->source_file);
+    pt_arg_str(a, "source", src, strlen(src));
+  }
+  if (e->event_type == XPTI_EVENT_GRAPH || (e->flags & XPTI_EVENT_SOURCE_UID_AVAILABLE) ||
+      (e->flags & XPTI_EVENT_TARGET_UID_AVAILABLE)) {
+    if (e->source_id)
+      pt_arg_uint(a, "source_uid", e->source_id);
+    if (e->target_id)
+      pt_arg_uint(a, "target_uid", e->target_id);
+  }
+  uint32_t count = xptiMetadataCount(e);
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t key_id;
+    int32_t value_id;
+    if (xptiMetadataAt(e, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
+      break;
+    const char *key = xptiLookupString(key_id);
+    if (key)
+      pt_arg_metadata(a, key, xptiLookupObject(value_id));
+  }
+}
+
+/* ---- graph: node index and flows ------------------------------------- */
+
+static int pt_graph_cmp(const void *x, const void *y) {
+  const struct pt_graph_rec *a = x, *b = y;
+  return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l) {
+  qsort(recs, n, sizeof *recs, pt_graph_cmp);
+  memset(l, 0, sizeof *l);
+  size_t cap = 16;
+  while (cap < 2 * n)
+    cap *= 2;
+  l->cap = cap;
+  l->slot = calloc(cap, sizeof *l->slot);
+  l->out_head = malloc(n * sizeof(size_t));
+  l->in_head = malloc(n * sizeof(size_t));
+  l->out_next = malloc(n * sizeof(size_t));
+  l->in_next = malloc(n * sizeof(size_t));
+  l->linked = calloc(n ? n : 1, 1);
+  if (!l->slot || !l->out_head || !l->in_head || !l->out_next || !l->in_next || !l->linked) {
+    pt_graph_unlink(l);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++)
+    l->out_head[i] = l->in_head[i] = l->out_next[i] = l->in_next[i] = SIZE_MAX;
+  /* slot: uid -> index of the first node with it (index + 1, 0 empty) */
+  for (size_t i = 0; i < n; i++) {
+    if (recs[i].type != XPTI_TRACE_NODE_CREATE || !recs[i].event)
+      continue;
+    uint64_t uid = recs[i].event->unique_id;
+    size_t j = (uid * 0x9e3779b97f4a7c15ull) & (cap - 1);
+    while (l->slot[j] && recs[l->slot[j] - 1].event->unique_id != uid)
+      j = (j + 1) & (cap - 1);
+    if (!l->slot[j])
+      l->slot[j] = i + 1;
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (recs[i].type != XPTI_TRACE_EDGE_CREATE || !recs[i].event)
+      continue;
+    size_t src = pt_graph_node(recs, l, recs[i].event->source_id);
+    size_t dst = pt_graph_node(recs, l, recs[i].event->target_id);
+    if (src == SIZE_MAX || dst == SIZE_MAX)
+      continue;
+    l->linked[i] = 1;
+    l->out_next[i] = l->out_head[src];
+    l->out_head[src] = i;
+    l->in_next[i] = l->in_head[dst];
+    l->in_head[dst] = i;
+  }
+  return true;
+}
+
+size_t pt_graph_node(const struct pt_graph_rec *recs, const struct pt_graph_links *l,
+                     uint64_t uid) {
+  if (!uid)
+    return SIZE_MAX;
+  size_t j = (uid * 0x9e3779b97f4a7c15ull) & (l->cap - 1);
+  while (l->slot[j]) {
+    if (recs[l->slot[j] - 1].event->unique_id == uid)
+      return l->slot[j] - 1;
+    j = (j + 1) & (l->cap - 1);
+  }
+  return SIZE_MAX;
+}
+
+void pt_graph_unlink(struct pt_graph_links *l) {
+  free(l->slot);
+  free(l->out_head);
+  free(l->in_head);
+  free(l->out_next);
+  free(l->in_next);
+  free(l->linked);
+  memset(l, 0, sizeof *l);
+}
+
+uint64_t pt_flow_id(size_t edge_index, uint64_t base) {
+  return ((uint64_t)pt_proc.pid << 32) | (base + edge_index + 1);
+}

@@ -1,0 +1,48 @@
+/* Helpers shared by the protobuf and JSON encoders. */
+#ifndef PT_COMMON_H
+#define PT_COMMON_H
+
+#include "pt_internal.h"
+
+enum pt_arg_kind { PT_ARG_UINT, PT_ARG_INT, PT_ARG_DOUBLE, PT_ARG_BOOL, PT_ARG_STR };
+struct pt_arg {
+  const char *name;
+  enum pt_arg_kind kind;
+  uint64_t u;
+  int64_t i;
+  double d;
+  const char *s;
+};
+#define PT_ARGS_MAX 32
+struct pt_args {
+  size_t n;
+  size_t used;
+  struct pt_arg v[PT_ARGS_MAX];
+  char scratch[4096];
+};
+/* uid, instance, source file:line, source/target uid, metadata. */
+PT_HIDDEN void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e,
+                               uint64_t instance);
+
+/* Edges of a batch of graph records, as lists per node (indices). */
+struct pt_graph_links {
+  size_t cap;
+  size_t *slot;
+  size_t *out_head, *in_head, *out_next, *in_next;
+  uint8_t *linked; /* edge i has both ends in the batch */
+};
+/* Sorts recs by time and links them; false when out of memory. */
+PT_HIDDEN bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l);
+PT_HIDDEN size_t pt_graph_node(const struct pt_graph_rec *recs, const struct pt_graph_links *l,
+                               uint64_t uid);
+PT_HIDDEN void pt_graph_unlink(struct pt_graph_links *l);
+/* A flow id unique in this process's trace (and across parent/child). */
+PT_HIDDEN uint64_t pt_flow_id(size_t edge_index, uint64_t base);
+
+static inline uint64_t pt_process_uuid(void) { return (uint64_t)pt_proc.pid << 32; }
+static inline uint64_t pt_thread_uuid(const struct pt_thread *t) {
+  return ((uint64_t)t->pid << 32) | (uint32_t)t->tid;
+}
+static inline uint64_t pt_graph_uuid(void) { return ((uint64_t)pt_proc.pid << 32) | 0xffffffffu; }
+
+#endif /* PT_COMMON_H */

@@ -1,0 +1,147 @@
+/* libxpti_perfetto.so internals: the per-thread record buffers shared by
+ * the recorder (pt_record.c) and the encoders (pt_proto.c, pt_json.c). */
+#ifndef PT_INTERNAL_H
+#define PT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xpti/xpti_trace_framework.h"
+
+#define PT_HIDDEN __attribute__((visibility("hidden")))
+
+/* One recorded notification: 32 bytes, followed by name_len bytes of
+ * inline name (padded to 8) when the event was NULL and user_data a name. */
+struct pt_rec {
+  uint64_t ts;
+  const xpti_trace_event_data_t *event;
+  uint64_t instance;
+  uint16_t type;
+  uint8_t stream;
+  uint8_t pad;
+  uint32_t name_len;
+};
+_Static_assert(sizeof(struct pt_rec) == 32, "record layout");
+#define PT_NAME_MAX 255u
+
+static inline uint32_t pt_rec_size(uint32_t name_len) {
+  return (uint32_t)sizeof(struct pt_rec) + ((name_len + 7u) & ~7u);
+}
+
+/* A chunk is written by its thread only; `committed` (release) says how
+ * far its records are complete, and `next` is set once it is sealed. */
+struct pt_chunk {
+  struct pt_chunk *_Atomic next;
+  _Atomic uint32_t committed;
+  uint32_t consumed; /* writer: bytes already encoded */
+  uint32_t cap;
+  uint32_t nrec; /* records ever written (producer) */
+  char data[];
+};
+
+/* Encoder state of one thread's packet sequence, owned by the writer. */
+struct pt_seq {
+  bool started;
+  uint32_t seq_id;
+  uint64_t last_ts;
+  uint8_t *interned; /* bit per string id: bit0 name, bit1 category, bit2 annotation name */
+  size_t interned_cap;
+};
+
+struct pt_thread {
+  /* producer side, hot */
+  char *pos;
+  char *end;
+  struct pt_chunk *cur;
+  _Atomic uint64_t dropped;
+  /* queue: head is the oldest chunk (writer; ring recycling under `owner`) */
+  struct pt_chunk *_Atomic head;
+  _Atomic int owner; /* 0 free, 1 producer recycling, 2 writer */
+  _Atomic int exited;
+  bool dead; /* inherited from the parent across fork */
+  struct pt_thread *next_all;
+  pid_t pid;
+  pid_t tid;
+  uint32_t index;
+  char name[24];
+  struct pt_seq seq;
+};
+
+/* ---- global state (pt_record.c) ---- */
+enum pt_format { PT_FORMAT_PROTO, PT_FORMAT_JSON };
+enum pt_policy { PT_POLICY_FLUSH, PT_POLICY_RING };
+
+PT_HIDDEN extern struct pt_thread *_Atomic pt_threads;
+PT_HIDDEN extern enum pt_format pt_format;
+
+/* ---- a growable output buffer with nested protobuf lengths ---- */
+struct pt_buf {
+  uint8_t *data;
+  size_t len;
+  size_t cap;
+  bool failed; /* out of memory: the packet is dropped */
+};
+
+/* ---- writer (pt_writer.c) ---- */
+/* Per-record information the encoders need. */
+enum pt_kind { PT_KIND_BEGIN, PT_KIND_END, PT_KIND_INSTANT, PT_KIND_GRAPH };
+PT_HIDDEN enum pt_kind pt_kind_of(uint16_t type);
+/* Name of a record's slice: payload name, inline name, or type name. */
+PT_HIDDEN const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen);
+PT_HIDDEN const char *pt_stream_name(uint8_t stream);
+
+/* Global string table (writer only): content -> id, ids from 1. */
+PT_HIDDEN uint32_t pt_str_id(const char *s, size_t len);
+
+/* Graph records kept for the final flush (edges need both ends). */
+struct pt_graph_rec {
+  uint64_t ts;
+  const xpti_trace_event_data_t *event;
+  uint64_t instance;
+  uint16_t type;
+  uint8_t stream;
+};
+
+/* An encoder turns records into bytes appended to `out`. */
+struct pt_encoder {
+  void (*begin_file)(struct pt_buf *out);
+  void (*thread_record)(struct pt_buf *out, struct pt_thread *t, const struct pt_rec *r);
+  void (*graph)(struct pt_buf *out, struct pt_graph_rec *recs, size_t n);
+  void (*dropped)(struct pt_buf *out, uint64_t count, uint64_t ts);
+  /* Bytes closing the file (JSON "]}"); rewritten after later flushes. */
+  const char *trailer;
+};
+PT_HIDDEN extern const struct pt_encoder pt_proto_encoder;
+PT_HIDDEN extern const struct pt_encoder pt_json_encoder;
+
+/* Process-wide identity used by the encoders. */
+struct pt_process {
+  pid_t pid;
+  uint64_t start_ns;
+};
+PT_HIDDEN extern struct pt_process pt_proc;
+
+/* buffer helpers (pt_buf.c) */
+PT_HIDDEN bool pt_buf_reserve(struct pt_buf *b, size_t extra);
+PT_HIDDEN void pt_buf_bytes(struct pt_buf *b, const void *p, size_t n);
+PT_HIDDEN void pt_buf_str(struct pt_buf *b, const char *s);
+PT_HIDDEN void pt_buf_printf(struct pt_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+PT_HIDDEN void pt_buf_json_str(struct pt_buf *b, const char *s);
+
+/* protobuf primitives */
+PT_HIDDEN void pb_varint(struct pt_buf *b, uint64_t v);
+PT_HIDDEN void pb_uint(struct pt_buf *b, uint32_t field, uint64_t v);
+PT_HIDDEN void pb_sint(struct pt_buf *b, uint32_t field, int64_t v); /* int64 (not zigzag) */
+PT_HIDDEN void pb_fixed64(struct pt_buf *b, uint32_t field, uint64_t v);
+PT_HIDDEN void pb_double(struct pt_buf *b, uint32_t field, double v);
+PT_HIDDEN void pb_bytes(struct pt_buf *b, uint32_t field, const void *p, size_t n);
+PT_HIDDEN void pb_string(struct pt_buf *b, uint32_t field, const char *s);
+/* Open a nested message: returns a mark for pb_close. */
+PT_HIDDEN size_t pb_open(struct pt_buf *b, uint32_t field);
+PT_HIDDEN void pb_close(struct pt_buf *b, size_t mark);
+
+#endif /* PT_INTERNAL_H */

@@ -1,0 +1,148 @@
+/* Chrome trace event format (JSON object with a traceEvents array):
+ * B/E slices, i instants, X graph nodes, s/f flows, M names. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "pt_common.h"
+#include "xpt_collector.h"
+
+static uint64_t json_events;
+static uint64_t json_edges_emitted;
+
+/* Separator before every event but the first. */
+static void json_open(struct pt_buf *b, const char *ph, uint64_t ts, pid_t tid) {
+  pt_buf_str(b, json_events++ ? ",\n{" : "\n{");
+  pt_buf_printf(b, "\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", ph, (int)pt_proc.pid, (int)tid);
+  if (ts != UINT64_MAX)
+    pt_buf_printf(b, ",\"ts\":%" PRIu64 ".%03u", ts / 1000, (unsigned)(ts % 1000));
+}
+
+static void json_names(struct pt_buf *b, const char *name, const char *cat) {
+  pt_buf_str(b, ",\"name\":");
+  pt_buf_json_str(b, name);
+  if (cat) {
+    pt_buf_str(b, ",\"cat\":");
+    pt_buf_json_str(b, cat);
+  }
+}
+
+static void json_args(struct pt_buf *b, const struct pt_args *a) {
+  if (!a->n)
+    return;
+  pt_buf_str(b, ",\"args\":{");
+  for (size_t i = 0; i < a->n; i++) {
+    if (i)
+      pt_buf_str(b, ",");
+    pt_buf_json_str(b, a->v[i].name);
+    pt_buf_str(b, ":");
+    const struct pt_arg *x = &a->v[i];
+    switch (x->kind) {
+    case PT_ARG_UINT:
+      pt_buf_printf(b, "%" PRIu64, x->u);
+      break;
+    case PT_ARG_INT:
+      pt_buf_printf(b, "%" PRId64, x->i);
+      break;
+    case PT_ARG_DOUBLE:
+      if (x->d != x->d || x->d - x->d != 0)
+        pt_buf_str(b, "null"); /* NaN and infinities are not JSON */
+      else
+        pt_buf_printf(b, "%.17g", x->d);
+      break;
+    case PT_ARG_BOOL:
+      pt_buf_str(b, x->u ? "true" : "false");
+      break;
+    case PT_ARG_STR:
+      pt_buf_json_str(b, x->s);
+      break;
+    }
+  }
+  pt_buf_str(b, "}");
+}
+
+static void json_meta(struct pt_buf *b, const char *what, pid_t tid, const char *name) {
+  json_open(b, "M", UINT64_MAX, tid);
+  pt_buf_printf(b, ",\"name\":\"%s\",\"args\":{\"name\":", what);
+  pt_buf_json_str(b, name);
+  pt_buf_str(b, "}}");
+}
+
+static void json_begin_file(struct pt_buf *b) {
+  json_events = 0;
+  json_edges_emitted = 0;
+  pt_buf_str(b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+  json_meta(b, "process_name", (pid_t)pt_proc.pid, xpt_program_name());
+}
+
+static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r) {
+  if (!t->seq.started) {
+    t->seq.started = true;
+    json_meta(b, "thread_name", t->tid, t->name[0] ? t->name : "thread");
+  }
+  enum pt_kind kind = pt_kind_of(r->type);
+  if (kind == PT_KIND_END) {
+    json_open(b, "E", r->ts, t->tid);
+    pt_buf_str(b, "}");
+    return;
+  }
+  char namebuf[PT_NAME_MAX + 1];
+  static struct pt_args args; /* the writer is serialised */
+  json_open(b, kind == PT_KIND_BEGIN ? "B" : "i", r->ts, t->tid);
+  if (kind == PT_KIND_INSTANT)
+    pt_buf_str(b, ",\"s\":\"t\"");
+  json_names(b, pt_rec_name(r, namebuf, sizeof namebuf), pt_stream_name(r->stream));
+  pt_collect_args(&args, r->event, r->instance);
+  json_args(b, &args);
+  pt_buf_str(b, "}");
+}
+
+/* Graph records go on a pseudo thread (tid 0) named "graph". */
+static void json_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
+  struct pt_graph_links l;
+  if (!pt_graph_link(recs, n, &l))
+    return;
+  if (!json_edges_emitted)
+    json_meta(b, "thread_name", 0, "graph");
+  static struct pt_args args;
+  for (size_t i = 0; i < n; i++) {
+    const struct pt_graph_rec *g = &recs[i];
+    if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
+      continue;
+    struct pt_rec r = {g->ts, g->event, g->instance, g->type, g->stream, 0, 0};
+    char namebuf[PT_NAME_MAX + 1];
+    json_open(b, "X", g->ts, 0);
+    pt_buf_str(b, ",\"dur\":0");
+    json_names(b, pt_rec_name(&r, namebuf, sizeof namebuf), pt_stream_name(g->stream));
+    pt_collect_args(&args, g->event, g->instance);
+    json_args(b, &args);
+    pt_buf_str(b, "}");
+    for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e]) {
+      json_open(b, "s", g->ts, 0);
+      pt_buf_printf(b, ",\"name\":\"edge\",\"cat\":\"graph\",\"id\":%" PRIu64 "}",
+                    pt_flow_id(e, json_edges_emitted + 1));
+    }
+    for (size_t e = l.in_head[i]; e != SIZE_MAX; e = l.in_next[e]) {
+      json_open(b, "f", g->ts, 0);
+      pt_buf_printf(b, ",\"bp\":\"e\",\"name\":\"edge\",\"cat\":\"graph\",\"id\":%" PRIu64 "}",
+                    pt_flow_id(e, json_edges_emitted + 1));
+    }
+  }
+  json_edges_emitted += n;
+  pt_graph_unlink(&l);
+}
+
+static void json_dropped(struct pt_buf *b, uint64_t count, uint64_t ts) {
+  json_open(b, "i", ts, (pid_t)pt_proc.pid);
+  pt_buf_printf(b,
+                ",\"s\":\"p\",\"name\":\"xptrace: dropped events\",\"cat\":\"xptrace\","
+                "\"args\":{\"dropped\":%" PRIu64 "}}",
+                count);
+}
+
+const struct pt_encoder pt_json_encoder = {
+    .begin_file = json_begin_file,
+    .thread_record = json_thread_record,
+    .graph = json_graph,
+    .dropped = json_dropped,
+    .trailer = "\n]}\n",
+};

@@ -1,0 +1,369 @@
+/* Perfetto protobuf encoder.  Field numbers are those of the Perfetto
+ * trace format (protos/perfetto/trace/...); tests/perfetto/perfetto_min.proto
+ * lists every field written here. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pt_common.h"
+#include "xpt_collector.h"
+
+enum {
+  TRACE_PACKET = 1,
+  /* TracePacket */
+  TP_CLOCK_SNAPSHOT = 6,
+  TP_TIMESTAMP = 8,
+  TP_TRUSTED_SEQ = 10,
+  TP_TRACK_EVENT = 11,
+  TP_INTERNED = 12,
+  TP_SEQ_FLAGS = 13,
+  TP_TS_CLOCK = 58,
+  TP_DEFAULTS = 59,
+  TP_TRACK_DESCRIPTOR = 60,
+  SEQ_CLEARED = 1,
+  SEQ_NEEDS = 2,
+  /* TracePacketDefaults / TrackEventDefaults */
+  DEF_TS_CLOCK = 58,
+  DEF_TRACK_EVENT = 11,
+  TED_TRACK_UUID = 11,
+  /* ClockSnapshot */
+  CS_CLOCKS = 1,
+  CS_PRIMARY = 2,
+  CLK_ID = 1,
+  CLK_TS = 2,
+  CLK_INCREMENTAL = 3,
+  CLOCK_MONOTONIC_ID = 3,
+  CLOCK_BOOTTIME_ID = 6,
+  CLOCK_SEQ_INCREMENTAL = 64,
+  /* TrackDescriptor */
+  TD_UUID = 1,
+  TD_NAME = 2,
+  TD_PROCESS = 3,
+  TD_THREAD = 4,
+  TD_PARENT = 5,
+  PD_PID = 1,
+  PD_NAME = 6,
+  THD_PID = 1,
+  THD_TID = 2,
+  THD_NAME = 5,
+  /* TrackEvent */
+  TE_CATEGORY_IIDS = 3,
+  TE_ANNOTATIONS = 4,
+  TE_TYPE = 9,
+  TE_NAME_IID = 10,
+  TE_TRACK_UUID = 11,
+  TE_CATEGORIES = 22,
+  TE_NAME = 23,
+  TE_FLOW_IDS = 47,
+  TE_TERMINATING_FLOW_IDS = 48,
+  TYPE_SLICE_BEGIN = 1,
+  TYPE_SLICE_END = 2,
+  TYPE_INSTANT = 3,
+  /* DebugAnnotation */
+  DA_NAME_IID = 1,
+  DA_BOOL = 2,
+  DA_UINT = 3,
+  DA_INT = 4,
+  DA_DOUBLE = 5,
+  DA_STRING = 6,
+  DA_NAME = 10,
+  /* InternedData: each entry is {iid = 1, name = 2} */
+  ID_CATEGORIES = 1,
+  ID_EVENT_NAMES = 2,
+  ID_ANNOTATION_NAMES = 3,
+  INTERNED_IID = 1,
+  INTERNED_NAME = 2,
+};
+
+enum { BIT_NAME = 1, BIT_CATEGORY = 2, BIT_ANNOTATION = 4 };
+
+static uint32_t pt_writer_seq(void) { return (((uint32_t)pt_proc.pid & 0x7fff) + 1) << 16; }
+static uint32_t pt_thread_seq(const struct pt_thread *t) {
+  return pt_writer_seq() | (t->index & 0xffff);
+}
+
+static uint64_t pt_clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pb_clock(struct pt_buf *b, uint32_t id, uint64_t ts, bool incremental) {
+  size_t m = pb_open(b, CS_CLOCKS);
+  pb_uint(b, CLK_ID, id);
+  pb_uint(b, CLK_TS, ts);
+  if (incremental)
+    pb_uint(b, CLK_INCREMENTAL, 1);
+  pb_close(b, m);
+}
+
+/* The writer's own sequence: clocks, the process track. */
+static void proto_begin_file(struct pt_buf *b) {
+  uint64_t mono = pt_clock_ns(CLOCK_MONOTONIC), boot = pt_clock_ns(CLOCK_BOOTTIME);
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, mono);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  pb_uint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
+  size_t cs = pb_open(b, TP_CLOCK_SNAPSHOT);
+  pb_clock(b, CLOCK_BOOTTIME_ID, boot, false);
+  pb_clock(b, CLOCK_MONOTONIC_ID, mono, false);
+  pb_uint(b, CS_PRIMARY, CLOCK_MONOTONIC_ID);
+  pb_close(b, cs);
+  pb_close(b, p);
+
+  p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
+  pb_uint(b, TD_UUID, pt_process_uuid());
+  size_t pd = pb_open(b, TD_PROCESS);
+  pb_uint(b, PD_PID, (uint64_t)pt_proc.pid);
+  pb_string(b, PD_NAME, xpt_program_name());
+  pb_close(b, pd);
+  pb_close(b, td);
+  pb_close(b, p);
+}
+
+/* First packets of a thread's sequence: defaults (incremental clock,
+ * the thread's track), the clock snapshot that anchors it, the track. */
+static void proto_seq_start(struct pt_buf *b, struct pt_thread *t, uint64_t t0) {
+  t->seq.started = true;
+  t->seq.seq_id = pt_thread_seq(t);
+  t->seq.last_ts = t0;
+  if (t->seq.interned)
+    memset(t->seq.interned, 0, t->seq.interned_cap);
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, t0);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, t->seq.seq_id);
+  pb_uint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
+  size_t d = pb_open(b, TP_DEFAULTS);
+  pb_uint(b, DEF_TS_CLOCK, CLOCK_SEQ_INCREMENTAL);
+  size_t ted = pb_open(b, DEF_TRACK_EVENT);
+  pb_uint(b, TED_TRACK_UUID, pt_thread_uuid(t));
+  pb_close(b, ted);
+  pb_close(b, d);
+  size_t cs = pb_open(b, TP_CLOCK_SNAPSHOT);
+  pb_clock(b, CLOCK_SEQ_INCREMENTAL, t0, true);
+  pb_clock(b, CLOCK_MONOTONIC_ID, t0, false);
+  pb_close(b, cs);
+  pb_close(b, p);
+
+  p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TRUSTED_SEQ, t->seq.seq_id);
+  pb_uint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+  size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
+  pb_uint(b, TD_UUID, pt_thread_uuid(t));
+  pb_uint(b, TD_PARENT, pt_process_uuid());
+  size_t th = pb_open(b, TD_THREAD);
+  pb_uint(b, THD_PID, (uint64_t)t->pid);
+  pb_uint(b, THD_TID, (uint64_t)t->tid);
+  if (t->name[0])
+    pb_string(b, THD_NAME, t->name);
+  pb_close(b, th);
+  pb_close(b, td);
+  pb_close(b, p);
+}
+
+/* Whether string id has been interned as `bit` on this sequence; marks it. */
+static bool pt_seq_interned(struct pt_seq *s, uint32_t id, uint8_t bit) {
+  if (id >= s->interned_cap) {
+    size_t cap = s->interned_cap ? s->interned_cap : 256;
+    while (cap <= id)
+      cap *= 2;
+    uint8_t *p = realloc(s->interned, cap);
+    if (!p)
+      return true; /* cannot track: the caller writes the name inline */
+    memset(p + s->interned_cap, 0, cap - s->interned_cap);
+    s->interned = p;
+    s->interned_cap = cap;
+  }
+  bool had = s->interned[id] & bit;
+  s->interned[id] |= bit;
+  return had;
+}
+
+static void pb_interned(struct pt_buf *b, size_t *mark, uint32_t field, uint32_t id,
+                        const char *name) {
+  if (*mark == SIZE_MAX)
+    *mark = pb_open(b, TP_INTERNED);
+  size_t e = pb_open(b, field);
+  pb_uint(b, INTERNED_IID, id);
+  pb_string(b, INTERNED_NAME, name);
+  pb_close(b, e);
+}
+
+static void pb_annotation_value(struct pt_buf *b, const struct pt_arg *a) {
+  switch (a->kind) {
+  case PT_ARG_UINT:
+    pb_uint(b, DA_UINT, a->u);
+    break;
+  case PT_ARG_INT:
+    pb_sint(b, DA_INT, a->i);
+    break;
+  case PT_ARG_DOUBLE:
+    pb_double(b, DA_DOUBLE, a->d);
+    break;
+  case PT_ARG_BOOL:
+    pb_uint(b, DA_BOOL, a->u);
+    break;
+  case PT_ARG_STR:
+    pb_string(b, DA_STRING, a->s);
+    break;
+  }
+}
+
+static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r) {
+  if (!t->seq.started)
+    proto_seq_start(b, t, r->ts);
+  enum pt_kind kind = pt_kind_of(r->type);
+  uint64_t delta = r->ts >= t->seq.last_ts ? r->ts - t->seq.last_ts : 0;
+  t->seq.last_ts += delta;
+
+  char namebuf[PT_NAME_MAX + 1];
+  uint32_t name_id = 0, cat_id = 0;
+  const char *name = NULL, *cat = NULL;
+  static struct pt_args args; /* the writer is serialised */
+  uint32_t arg_ids[PT_ARGS_MAX];
+  args.n = 0;
+  if (kind != PT_KIND_END) {
+    name = pt_rec_name(r, namebuf, sizeof namebuf);
+    cat = pt_stream_name(r->stream);
+    name_id = pt_str_id(name, strlen(name));
+    cat_id = pt_str_id(cat, strlen(cat));
+    pt_collect_args(&args, r->event, r->instance);
+  }
+
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, delta);
+  pb_uint(b, TP_TRUSTED_SEQ, t->seq.seq_id);
+  pb_uint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+  if (kind != PT_KIND_END) {
+    size_t interned = SIZE_MAX;
+    if (name_id && !pt_seq_interned(&t->seq, name_id, BIT_NAME))
+      pb_interned(b, &interned, ID_EVENT_NAMES, name_id, name);
+    if (cat_id && !pt_seq_interned(&t->seq, cat_id, BIT_CATEGORY))
+      pb_interned(b, &interned, ID_CATEGORIES, cat_id, cat);
+    for (size_t i = 0; i < args.n; i++) {
+      arg_ids[i] = pt_str_id(args.v[i].name, strlen(args.v[i].name));
+      if (arg_ids[i] && !pt_seq_interned(&t->seq, arg_ids[i], BIT_ANNOTATION))
+        pb_interned(b, &interned, ID_ANNOTATION_NAMES, arg_ids[i], args.v[i].name);
+    }
+    if (interned != SIZE_MAX)
+      pb_close(b, interned);
+  }
+  size_t te = pb_open(b, TP_TRACK_EVENT);
+  pb_uint(b, TE_TYPE,
+          kind == PT_KIND_BEGIN ? TYPE_SLICE_BEGIN
+          : kind == PT_KIND_END ? TYPE_SLICE_END
+                                : TYPE_INSTANT);
+  if (kind != PT_KIND_END) {
+    if (name_id)
+      pb_uint(b, TE_NAME_IID, name_id);
+    else
+      pb_string(b, TE_NAME, name);
+    if (cat_id)
+      pb_uint(b, TE_CATEGORY_IIDS, cat_id);
+    else
+      pb_string(b, TE_CATEGORIES, cat);
+    for (size_t i = 0; i < args.n; i++) {
+      size_t da = pb_open(b, TE_ANNOTATIONS);
+      if (arg_ids[i])
+        pb_uint(b, DA_NAME_IID, arg_ids[i]);
+      else
+        pb_string(b, DA_NAME, args.v[i].name);
+      pb_annotation_value(b, &args.v[i]);
+      pb_close(b, da);
+    }
+  }
+  pb_close(b, te);
+  pb_close(b, p);
+}
+
+/* Packets of the writer's sequence carry absolute MONOTONIC times and
+ * plain (not interned) strings. */
+static size_t proto_writer_instant(struct pt_buf *b, uint64_t ts, uint64_t track,
+                                   const char *name, const char *cat, size_t *te) {
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, ts);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  *te = pb_open(b, TP_TRACK_EVENT);
+  pb_uint(b, TE_TYPE, TYPE_INSTANT);
+  pb_uint(b, TE_TRACK_UUID, track);
+  pb_string(b, TE_NAME, name);
+  pb_string(b, TE_CATEGORIES, cat);
+  return p;
+}
+
+static void pb_plain_args(struct pt_buf *b, const struct pt_args *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    size_t da = pb_open(b, TE_ANNOTATIONS);
+    pb_string(b, DA_NAME, a->v[i].name);
+    pb_annotation_value(b, &a->v[i]);
+    pb_close(b, da);
+  }
+}
+
+static uint64_t pt_edges_emitted;
+static bool pt_graph_track_done;
+static pid_t pt_graph_track_pid;
+
+static void proto_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
+  struct pt_graph_links l;
+  if (!pt_graph_link(recs, n, &l))
+    return;
+  if (!pt_graph_track_done || pt_graph_track_pid != pt_proc.pid) {
+    pt_graph_track_done = true;
+    pt_graph_track_pid = pt_proc.pid;
+    pt_edges_emitted = 0;
+    size_t p = pb_open(b, TRACE_PACKET);
+    pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+    size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
+    pb_uint(b, TD_UUID, pt_graph_uuid());
+    pb_uint(b, TD_PARENT, pt_process_uuid());
+    pb_string(b, TD_NAME, "graph");
+    pb_close(b, td);
+    pb_close(b, p);
+  }
+  static struct pt_args args;
+  for (size_t i = 0; i < n; i++) {
+    const struct pt_graph_rec *g = &recs[i];
+    if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
+      continue; /* drawn as a flow between its nodes */
+    struct pt_rec r = {g->ts, g->event, g->instance, g->type, g->stream, 0, 0};
+    char namebuf[PT_NAME_MAX + 1];
+    const char *name = pt_rec_name(&r, namebuf, sizeof namebuf);
+    size_t te;
+    size_t p = proto_writer_instant(b, g->ts, pt_graph_uuid(), name, pt_stream_name(g->stream), &te);
+    pt_collect_args(&args, g->event, g->instance);
+    pb_plain_args(b, &args);
+    for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e])
+      pb_fixed64(b, TE_FLOW_IDS, pt_flow_id(e, pt_edges_emitted));
+    for (size_t e = l.in_head[i]; e != SIZE_MAX; e = l.in_next[e])
+      pb_fixed64(b, TE_TERMINATING_FLOW_IDS, pt_flow_id(e, pt_edges_emitted));
+    pb_close(b, te);
+    pb_close(b, p);
+  }
+  pt_edges_emitted += n;
+  pt_graph_unlink(&l);
+}
+
+static void proto_dropped(struct pt_buf *b, uint64_t count, uint64_t ts) {
+  size_t te;
+  size_t p = proto_writer_instant(b, ts, pt_process_uuid(), "xptrace: dropped events", "xptrace", &te);
+  size_t da = pb_open(b, TE_ANNOTATIONS);
+  pb_string(b, DA_NAME, "dropped");
+  pb_uint(b, DA_UINT, count);
+  pb_close(b, da);
+  pb_close(b, te);
+  pb_close(b, p);
+}
+
+const struct pt_encoder pt_proto_encoder = {
+    .begin_file = proto_begin_file,
+    .thread_record = proto_thread_record,
+    .graph = proto_graph,
+    .dropped = proto_dropped,
+    .trailer = NULL,
+};

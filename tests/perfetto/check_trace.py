@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Decode a trace written by libxpti_perfetto.so and check its structure.
+
+  check_trace.py proto PROTO_FILE TRACE [expectations]
+  check_trace.py json TRACE [expectations]
+
+Expectations (all optional): --slices N (matched begin/end slices),
+--instants N (instants on thread tracks), --nodes N (graph instants),
+--flows N (complete flow arrows), --min-dropped N, --total N (records:
+slice begins + ends + instants + graph + dropped must equal N; implies
+that unmatched begins/ends are allowed because drops cut slices),
+--name NAME=COUNT (slices or instants with that name), --threads N.
+Prints a one-line summary; exits 1 with a reason on the first failure."""
+import argparse
+import json
+import re
+import subprocess
+import sys
+
+MONOTONIC = 3
+INCREMENTAL_MIN = 64
+
+
+def fail(msg):
+    print("check_trace: FAIL: " + msg)
+    sys.exit(1)
+
+
+def unescape(s):
+    # protoc prints C-style escapes (octal for non-ASCII bytes).
+    return s.encode("latin-1").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+
+
+def parse_text(text):
+    """protoc text output -> nested dicts of lists."""
+    root = {}
+    stack = [root]
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "}":
+            stack.pop()
+            continue
+        m = re.match(r"^([A-Za-z0-9_]+) \{$", line)
+        if m:
+            key = m.group(1)
+            if key[0].isdigit():
+                fail("unknown field %s at line %d" % (key, lineno))
+            child = {}
+            stack[-1].setdefault(key, []).append(child)
+            stack.append(child)
+            continue
+        m = re.match(r"^([A-Za-z0-9_]+): (.*)$", line)
+        if not m:
+            fail("cannot parse protoc output line %d: %r" % (lineno, line))
+        key, value = m.groups()
+        if key[0].isdigit():
+            fail("unknown field %s at line %d" % (key, lineno))
+        if value.startswith('"'):
+            value = unescape(value[1:-1])
+        elif re.match(r"^-?\d+$", value):
+            value = int(value)
+        stack[-1].setdefault(key, []).append(value)
+    return root
+
+
+def one(d, key, default=None):
+    v = d.get(key)
+    return v[0] if v else default
+
+
+class Summary:
+    def __init__(self):
+        self.slices = 0
+        self.instants = 0
+        self.nodes = 0
+        self.flows = 0
+        self.begins = 0
+        self.ends = 0
+        self.unmatched = 0
+        self.dropped = 0
+        self.names = {}
+        self.threads = set()
+
+    def name(self, n):
+        self.names[n] = self.names.get(n, 0) + 1
+
+
+def check_proto(proto_file, trace, args):
+    out = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", proto_file.rsplit("/", 1)[0],
+                          proto_file], stdin=open(trace, "rb"), capture_output=True)
+    if out.returncode != 0:
+        fail("protoc --decode failed: " + out.stderr.decode(errors="replace"))
+    root = parse_text(out.stdout.decode("utf-8", "replace"))
+    packets = root.get("packet", [])
+    if not packets:
+        fail("no packets")
+    s = Summary()
+    seqs = {}
+    tracks = {}
+    stacks = {}
+    last_ts = {}
+    flow_starts = {}
+    flow_ends = {}
+    for i, p in enumerate(packets):
+        seq_id = one(p, "trusted_packet_sequence_id", 0)
+        if not seq_id:
+            fail("packet %d has no trusted_packet_sequence_id" % i)
+        flags = one(p, "sequence_flags", 0)
+        st = seqs.get(seq_id)
+        if st is None:
+            if not flags & 1:
+                fail("first packet of sequence %d lacks SEQ_INCREMENTAL_STATE_CLEARED" % seq_id)
+            st = seqs[seq_id] = {"names": {}, "cats": {}, "anns": {}, "clock": None,
+                                 "track": None, "inc": None}
+        d = one(p, "trace_packet_defaults")
+        if d:
+            st["clock"] = one(d, "timestamp_clock_id")
+            ted = one(d, "track_event_defaults")
+            if ted:
+                st["track"] = one(ted, "track_uuid")
+        cs = one(p, "clock_snapshot")
+        if cs:
+            clocks = {one(c, "clock_id"): c for c in cs.get("clocks", [])}
+            for cid, c in clocks.items():
+                if cid >= INCREMENTAL_MIN:
+                    if MONOTONIC not in clocks:
+                        fail("sequence clock %d not anchored to MONOTONIC" % cid)
+                    # value of the incremental clock, and its MONOTONIC origin
+                    st["inc"] = [one(c, "timestamp"), one(clocks[MONOTONIC], "timestamp") - one(c, "timestamp")]
+        interned = one(p, "interned_data")
+        if interned:
+            if not flags & 3:
+                fail("packet %d carries interned data without sequence flags" % i)
+            for key, table in (("event_names", "names"), ("event_categories", "cats"),
+                               ("debug_annotation_names", "anns")):
+                for e in interned.get(key, []):
+                    iid = one(e, "iid")
+                    if not iid:
+                        fail("interned %s with iid 0" % key)
+                    st[table][iid] = one(e, "name")
+        td = one(p, "track_descriptor")
+        if td:
+            uuid = one(td, "uuid")
+            if not uuid:
+                fail("track descriptor without uuid")
+            tracks[uuid] = td
+            th = one(td, "thread")
+            if th:
+                s.threads.add((one(th, "pid"), one(th, "tid")))
+        # timestamp in MONOTONIC ns
+        ts = None
+        if "timestamp" in p:
+            clock = one(p, "timestamp_clock_id", st["clock"])
+            raw = one(p, "timestamp")
+            if clock is None or clock == MONOTONIC:
+                ts = raw
+            elif clock >= INCREMENTAL_MIN:
+                if st["inc"] is None:
+                    fail("packet %d uses clock %d before its snapshot" % (i, clock))
+                st["inc"][0] += raw
+                ts = st["inc"][0] + st["inc"][1]
+            else:
+                fail("unexpected clock %s" % clock)
+        te = one(p, "track_event")
+        if not te:
+            continue
+        if ts is None:
+            fail("track event without timestamp in packet %d" % i)
+        if not flags & 2 and "timestamp_clock_id" not in p:
+            fail("track event on sequence %d without SEQ_NEEDS_INCREMENTAL_STATE" % seq_id)
+        track = one(te, "track_uuid", st["track"])
+        if track not in tracks:
+            fail("track %s used before its descriptor" % track)
+        if ts < last_ts.get(track, 0):
+            fail("timestamps go back on track %s (%d < %d)" % (track, ts, last_ts[track]))
+        last_ts[track] = ts
+        etype = one(te, "type")
+        name = None
+        if "name_iid" in te:
+            iid = one(te, "name_iid")
+            if iid not in st["names"]:
+                fail("name iid %d not interned before use (sequence %d)" % (iid, seq_id))
+            name = st["names"][iid]
+        elif "name" in te:
+            name = one(te, "name")
+        for iid in te.get("category_iids", []):
+            if iid not in st["cats"]:
+                fail("category iid %d not interned before use" % iid)
+        for a in te.get("debug_annotations", []):
+            if "name_iid" in a and one(a, "name_iid") not in st["anns"]:
+                fail("annotation name iid %d not interned before use" % one(a, "name_iid"))
+        for f in te.get("flow_ids", []):
+            flow_starts[f] = flow_starts.get(f, 0) + 1
+        for f in te.get("terminating_flow_ids", []):
+            flow_ends[f] = flow_ends.get(f, 0) + 1
+        stack = stacks.setdefault(track, [])
+        if etype == "TYPE_SLICE_BEGIN":
+            if name is None:
+                fail("slice begin without a name")
+            s.begins += 1
+            stack.append(name)
+        elif etype == "TYPE_SLICE_END":
+            s.ends += 1
+            if not stack:
+                s.unmatched += 1
+            else:
+                s.slices += 1
+                s.name(stack.pop())
+        elif etype == "TYPE_INSTANT":
+            if name is None:
+                fail("instant without a name")
+            if name == "xptrace: dropped events":
+                for a in te.get("debug_annotations", []):
+                    if one(a, "name") == "dropped":
+                        s.dropped = max(s.dropped, one(a, "uint_value", 0))
+                continue
+            if one(tracks[track], "name") == "graph":
+                s.nodes += 1
+            else:
+                s.instants += 1
+            s.name(name)
+        else:
+            fail("unexpected event type %s" % etype)
+    for f, n in flow_starts.items():
+        if flow_ends.get(f) == 1 and n == 1:
+            s.flows += 1
+        else:
+            fail("flow %d has %d starts and %s ends" % (f, n, flow_ends.get(f)))
+    for f in flow_ends:
+        if f not in flow_starts:
+            fail("flow %d ends without a start" % f)
+    s.unmatched += sum(len(v) for v in stacks.values())
+    return s
+
+
+def check_json(trace, args):
+    with open(trace) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"]
+    s = Summary()
+    stacks = {}
+    last_ts = {}
+    thread_names = {}
+    starts = {}
+    ends = {}
+    for e in events:
+        ph = e["ph"]
+        key = (e["pid"], e["tid"])
+        if ph == "M":
+            if e["name"] == "thread_name":
+                thread_names[key] = e["args"]["name"]
+                if e["tid"] != 0:
+                    s.threads.add(key)
+            continue
+        ts = float(e["ts"])
+        if ph in "BEiX":
+            if ts < last_ts.get(key, 0):
+                fail("timestamps go back on %s" % (key,))
+            last_ts[key] = ts
+        stack = stacks.setdefault(key, [])
+        if ph == "B":
+            s.begins += 1
+            stack.append(e["name"])
+        elif ph == "E":
+            s.ends += 1
+            if not stack:
+                s.unmatched += 1
+            else:
+                s.slices += 1
+                s.name(stack.pop())
+        elif ph == "i":
+            if e["name"] == "xptrace: dropped events":
+                s.dropped = max(s.dropped, e["args"]["dropped"])
+                continue
+            s.instants += 1
+            s.name(e["name"])
+        elif ph == "X":
+            s.nodes += 1
+            s.name(e["name"])
+        elif ph == "s":
+            starts[e["id"]] = starts.get(e["id"], 0) + 1
+        elif ph == "f":
+            ends[e["id"]] = ends.get(e["id"], 0) + 1
+        else:
+            fail("unexpected phase %s" % ph)
+    for f, n in starts.items():
+        if n != 1 or ends.get(f) != 1:
+            fail("flow %s unbalanced" % f)
+        s.flows += 1
+    s.unmatched += sum(len(v) for v in stacks.values())
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("format", choices=["proto", "json"])
+    ap.add_argument("files", nargs="+")
+    for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads"):
+        ap.add_argument("--" + opt.replace("_", "-"), type=int)
+    ap.add_argument("--name", action="append", default=[])
+    a = ap.parse_args()
+    if a.format == "proto":
+        if len(a.files) != 2:
+            fail("proto needs PROTO_FILE TRACE")
+        s = check_proto(a.files[0], a.files[1], a)
+    else:
+        s = check_json(a.files[0], a)
+    print("check_trace: slices=%d instants=%d nodes=%d flows=%d begins=%d ends=%d unmatched=%d "
+          "dropped=%d threads=%d" % (s.slices, s.instants, s.nodes, s.flows, s.begins, s.ends,
+                                     s.unmatched, s.dropped, len(s.threads)))
+    if a.total is None and s.unmatched:
+        fail("%d begin/end events without their other half" % s.unmatched)
+    for opt in ("slices", "instants", "nodes", "flows", "threads"):
+        want = getattr(a, opt)
+        got = getattr(s, opt) if opt != "threads" else len(s.threads)
+        if want is not None and want != got:
+            fail("expected %d %s, found %d" % (want, opt, got))
+    if a.min_dropped is not None and s.dropped < a.min_dropped:
+        fail("expected at least %d dropped events recorded in the trace, found %d" %
+             (a.min_dropped, s.dropped))
+    if a.total is not None:
+        got = s.begins + s.ends + s.instants + s.nodes + s.dropped
+        if got != a.total:
+            fail("recorded + dropped = %d, expected %d" % (got, a.total))
+    for spec in a.name:
+        n, c = spec.rsplit("=", 1)
+        if s.names.get(n, 0) != int(c):
+            fail("expected %s x%s, found %d" % (n, c, s.names.get(n, 0)))
+    print("check_trace: OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+/* Instrumented program for the perfetto collector tests: a known number
+ * of slices, instants and graph records per mode, then one way to end.
+ *   pt_workload basic|finalize|exit-thread|sigterm|segv|fork
+ *   pt_workload threads <nthreads> <pairs per thread>
+ * Every mode records:  main thread: TASK_COUNT task slices (with an
+ * event), NAMED_COUNT function slices with a NULL event (name in
+ * user_data), INSTANT_COUNT signal instants, and a graph of 3 nodes and
+ * 2 edges. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xpti/xpti_trace_framework.h"
+
+#define TASK_COUNT 100
+#define NAMED_COUNT 50
+#define INSTANT_COUNT 10
+
+static uint8_t stream;
+
+static void record_basic(void) {
+  xpti_payload_t task = xpti_payload_make("compute", "pt_workload.c", 42, 1, NULL);
+  uint64_t instance = 0;
+  xpti_trace_event_data_t *ev =
+      xptiMakeEvent("compute", &task, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
+  if (!ev) {
+    fprintf(stderr, "pt_workload: no event\n");
+    exit(3);
+  }
+  int32_t v = xptiRegisterObject("gpu0", 5, XPTI_METADATA_STRING);
+  xptiAddMetadata(ev, "device", v);
+  for (int i = 0; i < TASK_COUNT; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev, (uint64_t)i + 1, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev, (uint64_t)i + 1, NULL);
+  }
+  for (int i = 0; i < NAMED_COUNT; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, (uint64_t)i,
+                          "named_function");
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, (uint64_t)i,
+                          "named_function");
+  }
+  xpti_payload_t sig = xpti_payload_make("ready", "pt_workload.c", 60, 1, NULL);
+  xpti_trace_event_data_t *sev =
+      xptiMakeEvent("ready", &sig, XPTI_EVENT_UNKNOWN, XPTI_ACTIVITY_ACTIVE, NULL);
+  for (int i = 0; i < INSTANT_COUNT; i++)
+    xptiNotifySubscribers(stream, XPTI_TRACE_SIGNAL, NULL, sev, (uint64_t)i, NULL);
+
+  /* graph: a -> b -> c */
+  xpti_payload_t gp = xpti_payload_make("graph", "pt_workload.c", 70, 1, NULL);
+  xpti_trace_event_data_t *g =
+      xptiMakeEvent("graph", &gp, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+  xptiNotifySubscribers(stream, XPTI_TRACE_GRAPH_CREATE, NULL, g, 1, NULL);
+  xpti_trace_event_data_t *nodes[3];
+  const char *names[3] = {"node_a", "node_b", "node_c"};
+  for (int i = 0; i < 3; i++) {
+    xpti_payload_t np = xpti_payload_make(names[i], "pt_workload.c", 80 + (uint32_t)i, 1, NULL);
+    nodes[i] = xptiMakeEvent(names[i], &np, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, nodes[i], 1, NULL);
+  }
+  for (int i = 0; i < 2; i++) {
+    xpti_payload_t ep = xpti_payload_make("edge", "pt_workload.c", 90 + (uint32_t)i, 1, NULL);
+    xpti_trace_event_data_t *e =
+        xptiMakeEvent("edge", &ep, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+    e->source_id = nodes[i]->unique_id;
+    e->target_id = nodes[i + 1]->unique_id;
+    e->flags |= XPTI_EVENT_SOURCE_UID_AVAILABLE | XPTI_EVENT_TARGET_UID_AVAILABLE;
+    xptiNotifySubscribers(stream, XPTI_TRACE_EDGE_CREATE, g, e, 1, NULL);
+  }
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+static pthread_barrier_t barrier;
+static long pairs_per_thread;
+
+static void *thread_main(void *arg) {
+  xpti_trace_event_data_t *ev = arg;
+  pthread_barrier_wait(&barrier);
+  for (long i = 0; i < pairs_per_thread; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_REGION_BEGIN, NULL, ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_REGION_END, NULL, ev, (uint64_t)i, NULL);
+  }
+  return NULL;
+}
+
+static int run_threads(int n, long pairs) {
+  pairs_per_thread = pairs;
+  pthread_t th[64];
+  if (n > 64)
+    n = 64;
+  pthread_barrier_init(&barrier, NULL, (unsigned)n);
+  xpti_payload_t p = xpti_payload_make("work", "pt_workload.c", 120, 1, NULL);
+  xpti_trace_event_data_t *ev =
+      xptiMakeEvent("work", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  for (int i = 0; i < n; i++)
+    pthread_create(&th[i], NULL, thread_main, ev);
+  for (int i = 0; i < n; i++)
+    pthread_join(th[i], NULL);
+  return 0;
+}
+
+static void *exit_thread_main(void *arg) {
+  (void)arg;
+  record_basic();
+  exit(0); /* from a non-main thread, while main is blocked */
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "basic";
+  if (xptiInitialize("pt.test", 1, 0, "1.0") != XPTI_RESULT_SUCCESS) {
+    fprintf(stderr, "pt_workload: xptiInitialize failed (tracing off?)\n");
+    return 2;
+  }
+  stream = xptiRegisterStream("pt.test");
+  if (!strcmp(mode, "threads"))
+    return run_threads(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "exit-thread")) {
+    pthread_t th;
+    pthread_create(&th, NULL, exit_thread_main, NULL);
+    for (;;)
+      pause();
+  }
+  record_basic();
+  if (!strcmp(mode, "finalize")) {
+    xptiFinalize("pt.test");
+    return 0;
+  }
+  if (!strcmp(mode, "sigterm")) {
+    kill(getpid(), SIGTERM);
+    return 1; /* not reached */
+  }
+  if (!strcmp(mode, "segv")) {
+    volatile int *null = NULL;
+    *null = 1;
+    return 1;
+  }
+  if (!strcmp(mode, "fork")) {
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+      record_basic(); /* the child's own trace: one more basic set */
+      exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  }
+  return 0;
+}
