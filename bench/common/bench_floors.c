@@ -159,25 +159,19 @@ const char *bench_floor_name(bench_floor_id_t id) { return floor_table[id].name;
 const char *bench_floor_tag(bench_floor_id_t id) { return floor_table[id].tag; }
 
 #define FLOOR_MAX_REPETITIONS 31
-#define FLOOR_BATCH_NS 2000000u
+#define FLOOR_BATCH_NS 1000000u
 
-static double floor_measure_one(floor_loop_fn run, int repetitions) {
+/* Iterations for one batch of about FLOOR_BATCH_NS. */
+static uint64_t floor_calibrate(floor_loop_fn run) {
   uint64_t n = 1024;
-  run(n); /* warm up: first-touch of the TLS buffer, PLT binding */
-  for (;;) { /* grow the batch until it lasts long enough */
+  run(n); /* warm up: first touch of the TLS buffer, PLT binding */
+  for (;;) {
     uint64_t start = bench_now_ns();
     run(n);
     if (bench_now_ns() - start >= FLOOR_BATCH_NS || n >= (1ull << 34))
-      break;
+      return n;
     n *= 2;
   }
-  double samples[FLOOR_MAX_REPETITIONS];
-  for (int r = 0; r < repetitions; r++) {
-    uint64_t start = bench_now_ns();
-    run(n);
-    samples[r] = (double)(bench_now_ns() - start) / (double)n;
-  }
-  return bench_median(samples, (size_t)repetitions);
 }
 
 void bench_floors_measure(bench_floors_t *floors, int repetitions) {
@@ -185,12 +179,24 @@ void bench_floors_measure(bench_floors_t *floors, int repetitions) {
     repetitions = 1;
   if (repetitions > FLOOR_MAX_REPETITIONS)
     repetitions = FLOOR_MAX_REPETITIONS;
+  uint64_t batch[BENCH_FLOOR_COUNT];
+  double samples[BENCH_FLOOR_COUNT][FLOOR_MAX_REPETITIONS];
   for (int id = 0; id < BENCH_FLOOR_COUNT; id++)
-    floors->ns[id] = floor_measure_one(floor_table[id].run, repetitions);
+    batch[id] = floor_calibrate(floor_table[id].run);
+  /* Round robin over the floors: a burst of load from elsewhere on a
+   * shared machine then hits one sample of each, not all of one. */
+  for (int r = 0; r < repetitions; r++)
+    for (int id = 0; id < BENCH_FLOOR_COUNT; id++) {
+      uint64_t start = bench_now_ns();
+      floor_table[id].run(batch[id]);
+      samples[id][r] = (double)(bench_now_ns() - start) / (double)batch[id];
+    }
+  for (int id = 0; id < BENCH_FLOOR_COUNT; id++)
+    floors->ns[id] = bench_median(samples[id], (size_t)repetitions);
 }
 
 void bench_floors_print(FILE *out, const bench_floors_t *floors) {
-  fprintf(out, "Floors measured in this run (ns per iteration, median):\n");
+  fprintf(out, "Floors measured in this run (ns per iteration, median of interleaved batches):\n");
   for (int id = 0; id < BENCH_FLOOR_COUNT; id++)
     fprintf(out, "  %-9s %-42s %8.2f ns\n", floor_table[id].tag, floor_table[id].name,
             floors->ns[id]);
