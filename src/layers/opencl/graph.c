@@ -483,7 +483,9 @@ static void graph_sizes(char *out, size_t size, cl_uint dim, const size_t *v) {
     used += (size_t)snprintf(out + used, size - used, i ? ",%zu" : "%zu", v[i]);
 }
 
-static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void *loader_frame) {
+/* Node, metadata and edges of a command that was enqueued successfully;
+ * returns its completion record, NULL when it is not graphed. */
+static graph_node_t *graph_enqueued(graph_command_t *c, const void *loader_frame) {
   char kernel_name[128];
   if (c->kernel && layer_next.clGetKernelInfo(c->kernel, CL_KERNEL_FUNCTION_NAME,
                                               sizeof(kernel_name), kernel_name, NULL) == CL_SUCCESS)
@@ -497,7 +499,7 @@ static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void
   graph_queue_t *q = graph_queue_locked(c->queue, true);
   if (!q || !q->graph) {
     pthread_mutex_unlock(&graph_lock);
-    return;
+    return NULL;
   }
   xpti_payload_t payload = xpti_payload_make(c->name, file[0] ? file : NULL, line, 0, site);
   uint64_t instance = 0;
@@ -511,7 +513,7 @@ static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void
   xpti_trace_event_data_t *node = xptiMakeEvent(c->name, &payload, type, XPTI_ACTIVITY_ACTIVE, &instance);
   if (!node) {
     pthread_mutex_unlock(&graph_lock);
-    return;
+    return NULL;
   }
   if (instance == 1) {
     char text[96];
@@ -556,7 +558,7 @@ static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void
 
   graph_node_t *n = calloc(1, sizeof(*n));
   if (!n)
-    return;
+    return NULL;
   n->node = node;
   n->graph = q->graph;
   n->queue = q;
@@ -566,9 +568,13 @@ static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void
   n->task.name = node->reserved.payload ? node->reserved.payload->name : NULL;
   n->task.instance = instance;
   n->task.bytes = c->bytes;
-  g->node = n;
+  return n;
+}
+
+static void graph_enqueue_before(graph_command_t *c, graph_call_t *g, const void *return_address) {
   g->active = true;
   g->internal_event = NULL;
+  g->return_address = return_address;
   /* The completion needs an event: ours when the program passed none. */
   if (c->event && !*c->event)
     *c->event = &g->internal_event;
@@ -727,7 +733,6 @@ void graph_after(uint32_t fn, void *params, const void *result, graph_call_t *g)
     break;
   }
   /* An enqueue. */
-  graph_node_t *n = g->node;
   graph_command_t c;
   graph_describe(fn, params, &c);
   cl_int rc = fn == XPT_CL_FN_clEnqueueMapBuffer || fn == XPT_CL_FN_clEnqueueMapImage
@@ -738,18 +743,19 @@ void graph_after(uint32_t fn, void *params, const void *result, graph_call_t *g)
   cl_event event = out ? *out : NULL;
   if (internal)
     *c.event = NULL; /* the program passed none */
-  if (rc != CL_SUCCESS || !event) {
-    /* Nothing to wait for (failed, or no event parameter): report the
-     * command without device times. */
+  graph_node_t *n = rc == CL_SUCCESS ? graph_enqueued(&c, g->return_address) : NULL;
+  if (!n || !event) {
+    /* Not graphed, failed, or no event parameter: report the command
+     * without device times. */
     if (internal && event)
       (void)layer_next.clReleaseEvent(event);
-    if (rc == CL_SUCCESS) {
+    if (n) {
       (void)xptiNotifySubscribers(layer_graph_stream, XPTI_TRACE_TASK_BEGIN, n->graph, n->node,
                                   n->task.instance, &n->task);
       (void)xptiNotifySubscribers(layer_graph_stream, XPTI_TRACE_TASK_END, n->graph, n->node,
                                   n->task.instance, &n->task);
+      free(n);
     }
-    free(n);
     return;
   }
   n->event = event;

@@ -68,7 +68,7 @@ typedef struct graph_call {
   cl_command_queue_properties saved_props;
   cl_queue_properties props_copy[32];
   const cl_queue_properties *app_props;
-  void *node;              /* graph node record for the completion */
+  const void *return_address;
 } graph_call_t;
 
 void graph_init(void);

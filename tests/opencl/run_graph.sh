@@ -1,0 +1,17 @@
+#!/bin/sh
+# run_graph.sh LAYER DISPATCHER SUBSCRIBER EXPECTED PROGRAM [ARGS...]: run
+# under the layer with the recording subscriber; the reconstructed graph
+# must equal EXPECTED, and the output must equal the plain run's.
+layer=$1 dispatcher=$2 subscriber=$3 expected=$4; shift 4
+out=${TMPDIR:-/tmp}/xpt_cl_graph.$$
+env -u OPENCL_LAYERS "$@" >"$out.plain" 2>&1
+rc=$?
+[ $rc -eq 77 ] && { rm -f "$out".*; exit 77; }
+XPTI_TRACE_ENABLE=1 XPTI_FRAMEWORK_DISPATCHER="$dispatcher" XPTI_SUBSCRIBERS="$subscriber" \
+  OPENCL_LAYERS="$layer" XPT_CLTEST_OUT="$out.graph" "$@" >"$out.traced" 2>&1 || { cat "$out.traced"; rc=1; }
+status=0
+diff -u "$out.plain" "$out.traced" || { echo "FAIL: program output changed"; status=1; }
+diff -u "$expected" "$out.graph" || { echo "FAIL: graph differs from $expected"; status=1; }
+[ $rc -ne 0 ] && status=1
+rm -f "$out".*
+exit $status
