@@ -159,7 +159,7 @@ const char *bench_floor_name(bench_floor_id_t id) { return floor_table[id].name;
 const char *bench_floor_tag(bench_floor_id_t id) { return floor_table[id].tag; }
 
 #define FLOOR_MAX_REPETITIONS 31
-#define FLOOR_BATCH_NS 1000000u
+#define FLOOR_BATCH_NS 250000u /* short: a preempted batch is one outlier */
 
 /* Iterations for one batch of about FLOOR_BATCH_NS. */
 static uint64_t floor_calibrate(floor_loop_fn run) {

@@ -20,7 +20,7 @@ typedef struct bench_floors {
   double ns[BENCH_FLOOR_COUNT]; /* median ns per iteration */
 } bench_floors_t;
 
-/* Measure every floor: median of `repetitions` batches of about 1 ms
+/* Measure every floor: median of `repetitions` batches of about 0.25 ms
  * each (the clock's own cost is negligible), the floors interleaved. */
 void bench_floors_measure(bench_floors_t *floors, int repetitions);
 void bench_floors_print(FILE *out, const bench_floors_t *floors);

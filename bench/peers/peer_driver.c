@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   printf("ns_per_event %.3f\n", bench_median(samples, (size_t)repetitions));
   if (argc > 3) {
     bench_floors_t floors;
-    bench_floors_measure(&floors, repetitions);
+    bench_floors_measure(&floors, PEER_MAX_REPETITIONS);
     for (int f = 0; f < BENCH_FLOOR_COUNT; f++)
       printf("floor %s %.3f\n", bench_floor_tag((bench_floor_id_t)f), floors.ns[f]);
   }

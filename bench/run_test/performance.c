@@ -17,7 +17,7 @@
 /* Repeatable operations run at least this often per thread, so that tiny
  * --trace-points values still time well above the clock's resolution. */
 #define PERF_MIN_REPEATED_OPS (1u << 17)
-#define PERF_FLOOR_REPETITIONS 11
+#define PERF_FLOOR_REPETITIONS 31
 
 typedef enum perf_metric {
   /* test 1 */
