@@ -218,7 +218,7 @@ static inline void xpti_scoped_notify_end(xpti_scoped_notify_t *s) {
 /* Notify begin_type now and begin_type|1 when the enclosing scope ends.
  * The end is sent exactly when the begin was delivered. */
 #define XPTI_SCOPED_NOTIFY(stream_id, begin_type, parent, event, instance, user_data)        \
-  __attribute__((cleanup(xpti_scoped_notify_end))) xpti_scoped_notify_t XPTI_CONCAT_(       \
+  __attribute__((cleanup(xpti_scoped_notify_end), unused)) xpti_scoped_notify_t XPTI_CONCAT_( \
       xpti_scope_, __LINE__) =                                                                \
       xpti_scoped_notify_begin((stream_id), (uint16_t)(begin_type), (parent), (event),        \
                                (instance), (user_data))

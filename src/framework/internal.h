@@ -66,6 +66,31 @@ static inline uint64_t hash_mix(uint64_t h) {
   return h;
 }
 
+/* ---- open-addressing index of pointers ------------------------------- */
+/* Each slot packs a pointer (x86-64/AArch64 user space: < 2^48) with the
+ * top 16 bits of its hash, so a probe rejects non-matching slots without
+ * touching the element: one cache miss for the slot, one for the match.
+ * Writers hold the owner's lock; readers are lock-free. */
+#define HINDEX_TAG_BITS 0xffff000000000000ull
+typedef struct hindex {
+  uint64_t mask;
+  _Atomic uint64_t slot[];
+} hindex_t;
+static inline void *hindex_ptr(uint64_t v) { return (void *)(uintptr_t)(v & ~HINDEX_TAG_BITS); }
+static inline bool hindex_tag_matches(uint64_t v, uint64_t hash) {
+  return ((v ^ hash) & HINDEX_TAG_BITS) == 0;
+}
+XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
+/* Store p (whose hash is hash) in the free slot a probe ended on. */
+static inline void hindex_store(hindex_t *h, uint64_t free_slot, const void *p, uint64_t hash) {
+  atomic_store_explicit(&h->slot[free_slot], (uint64_t)(uintptr_t)p | (hash & HINDEX_TAG_BITS),
+                        memory_order_release);
+}
+/* Publish a twice-as-large copy in *where when more than half full; the
+ * elements' full hash is the uint64_t at hash_offset. */
+XPTIFW_HIDDEN void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                                         size_t hash_offset);
+
 /* ---- interning tables: strings and objects --------------------------- */
 typedef struct intern_entry {
   uint64_t hash;
@@ -75,13 +100,8 @@ typedef struct intern_entry {
   char data[]; /* len bytes, then a NUL */
 } intern_entry_t;
 
-typedef struct intern_slots {
-  uint64_t mask;
-  _Atomic(intern_entry_t *) slot[];
-} intern_slots_t;
-
 typedef struct intern_table {
-  _Atomic(intern_slots_t *) slots;
+  _Atomic(hindex_t *) slots;
   _Atomic uint32_t count;
   idvec_t by_id;
   arena_t arena;

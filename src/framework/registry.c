@@ -53,13 +53,8 @@ XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(int32_t id) {
 
 /* ---- trace points ------------------------------------------------------ */
 
-typedef struct tp_slots {
-  uint64_t mask;
-  _Atomic(tracepoint_t *) slot[];
-} tp_slots_t;
-
 static struct {
-  _Atomic(tp_slots_t *) slots;
+  _Atomic(hindex_t *) slots;
   _Atomic uint64_t count; /* universal IDs are 1..count */
   idvec_t by_uid;
   arena_t arena;
@@ -76,7 +71,7 @@ void registry_init(void) {}
 void registry_reset(void) {
   pthread_mutex_lock(&g_reg.lock);
   atomic_fetch_add(&g_epoch, 1); /* every thread's cached trace points are stale */
-  tp_slots_t *old = atomic_exchange(&g_reg.slots, NULL);
+  hindex_t *old = atomic_exchange(&g_reg.slots, NULL);
   if (old)
     retire(old);
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
@@ -112,48 +107,28 @@ static bool make_key(const xpti_payload_t *p, const char *fallback_name, tp_key_
   return true;
 }
 
-static tracepoint_t *slots_find(const tp_slots_t *s, const tp_key_t *key, uint64_t *free_slot) {
-  for (uint64_t i = key->hash & s->mask;; i = (i + 1) & s->mask) {
-    tracepoint_t *tp = atomic_load_explicit(&s->slot[i], memory_order_acquire);
-    if (!tp) {
+static tracepoint_t *slots_find(const hindex_t *h, const tp_key_t *key, uint64_t *free_slot) {
+  for (uint64_t i = key->hash & h->mask;; i = (i + 1) & h->mask) {
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+    if (!v) {
       *free_slot = i;
       return NULL;
     }
-    if (tp->hash == key->hash && tp->key[0] == key->k[0] && tp->key[1] == key->k[1] &&
-        tp->key[2] == key->k[2])
+    tracepoint_t *tp = hindex_ptr(v);
+    if (hindex_tag_matches(v, key->hash) && tp->key[0] == key->k[0] &&
+        tp->key[1] == key->k[1] && tp->key[2] == key->k[2])
       return tp;
   }
-}
-
-static void slots_grow(tp_slots_t *s) {
-  uint64_t n = (s->mask + 1) * 2;
-  tp_slots_t *bigger = xcalloc(1, sizeof *bigger + n * sizeof bigger->slot[0]);
-  if (!bigger)
-    return; /* stays at the current size; lookups still work */
-  bigger->mask = n - 1;
-  for (uint64_t i = 0; i <= s->mask; i++) {
-    tracepoint_t *tp = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
-    if (!tp)
-      continue;
-    uint64_t j = tp->hash & bigger->mask;
-    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
-      j = (j + 1) & bigger->mask;
-    atomic_store_explicit(&bigger->slot[j], tp, memory_order_relaxed);
-  }
-  atomic_store_explicit(&g_reg.slots, bigger, memory_order_release);
-  retire(s);
 }
 
 static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uint16_t event_type,
                                uint16_t activity) {
   uint64_t free_slot;
   pthread_mutex_lock(&g_reg.lock);
-  tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_relaxed);
+  hindex_t *s = atomic_load_explicit(&g_reg.slots, memory_order_relaxed);
   if (!s) {
-    s = xcalloc(1, sizeof *s + TP_INITIAL_SLOTS * sizeof s->slot[0]);
-    if (!s)
+    if (!(s = hindex_new(TP_INITIAL_SLOTS)))
       goto fail;
-    s->mask = TP_INITIAL_SLOTS - 1;
     atomic_store_explicit(&g_reg.slots, s, memory_order_release);
   }
   tracepoint_t *tp = slots_find(s, key, &free_slot);
@@ -196,9 +171,8 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uin
   ev->flags = XPTI_EVENT_UID_AVAILABLE | XPTI_EVENT_TYPE_AVAILABLE |
               XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
   atomic_store_explicit(&g_reg.count, uid, memory_order_release);
-  atomic_store_explicit(&s->slot[free_slot], tp, memory_order_release);
-  if (uid * 2 > s->mask + 1)
-    slots_grow(s);
+  hindex_store(s, free_slot, tp, key->hash);
+  hindex_grow_if_needed(&g_reg.slots, s, uid, offsetof(tracepoint_t, hash));
   pthread_mutex_unlock(&g_reg.lock);
   return tp;
 fail:
@@ -263,7 +237,7 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
     if (!make_key(payload, fallback_name, &key))
       return NULL;
     uint64_t free_slot;
-    tp_slots_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
+    hindex_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
     tp = s ? slots_find(s, &key, &free_slot) : NULL;
     if (UNLIKELY(!tp) && !(tp = tp_create(payload, &key, event_type, activity)))
       return NULL;

@@ -101,14 +101,36 @@ uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
 
 /* ---- interning ------------------------------------------------------- */
 
-#define INTERN_INITIAL_SLOTS 1024
-
-static intern_slots_t *slots_new(uint64_t n) {
-  intern_slots_t *s = xcalloc(1, sizeof *s + n * sizeof s->slot[0]);
-  if (s)
-    s->mask = n - 1;
-  return s;
+hindex_t *hindex_new(uint64_t slots) {
+  hindex_t *h = xcalloc(1, sizeof *h + slots * sizeof h->slot[0]);
+  if (h)
+    h->mask = slots - 1;
+  return h;
 }
+
+void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                           size_t hash_offset) {
+  if (count * 2 <= h->mask + 1)
+    return;
+  hindex_t *bigger = hindex_new((h->mask + 1) * 2);
+  if (!bigger)
+    return; /* stays at this size: lookups still work, only slower */
+  for (uint64_t i = 0; i <= h->mask; i++) {
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_relaxed);
+    if (!v)
+      continue;
+    uint64_t hash;
+    memcpy(&hash, (const char *)hindex_ptr(v) + hash_offset, sizeof hash);
+    uint64_t j = hash & bigger->mask;
+    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
+      j = (j + 1) & bigger->mask;
+    atomic_store_explicit(&bigger->slot[j], v, memory_order_relaxed);
+  }
+  atomic_store_explicit(where, bigger, memory_order_release);
+  retire(h); /* readers may still be probing it */
+}
+
+#define INTERN_INITIAL_SLOTS 1024
 
 void intern_init(intern_table_t *t) {
   memset(t, 0, sizeof *t);
@@ -118,7 +140,7 @@ void intern_init(intern_table_t *t) {
 /* Callers guarantee no concurrent use (xptiReset is for tests). */
 void intern_reset(intern_table_t *t) {
   pthread_mutex_lock(&t->lock);
-  intern_slots_t *old = atomic_exchange(&t->slots, NULL);
+  hindex_t *old = atomic_exchange(&t->slots, NULL);
   if (old)
     retire(old);
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
@@ -133,42 +155,25 @@ static inline bool entry_equals(const intern_entry_t *e, uint64_t hash, const vo
   return e->hash == hash && e->len == len && e->tag == tag && memcmp(e->data, data, len) == 0;
 }
 
-static const intern_entry_t *slots_find(const intern_slots_t *s, uint64_t hash, const void *data,
+static const intern_entry_t *slots_find(const hindex_t *h, uint64_t hash, const void *data,
                                         size_t len, uint8_t tag, uint64_t *free_slot) {
-  for (uint64_t i = hash & s->mask;; i = (i + 1) & s->mask) {
-    const intern_entry_t *e = atomic_load_explicit(&s->slot[i], memory_order_acquire);
-    if (!e) {
+  for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+    if (!v) {
       *free_slot = i;
       return NULL;
     }
-    if (entry_equals(e, hash, data, len, tag))
+    const intern_entry_t *e = hindex_ptr(v);
+    if (hindex_tag_matches(v, hash) && entry_equals(e, hash, data, len, tag))
       return e;
   }
-}
-
-static bool slots_grow(intern_table_t *t, intern_slots_t *s) {
-  intern_slots_t *bigger = slots_new((s->mask + 1) * 2);
-  if (!bigger)
-    return false;
-  for (uint64_t i = 0; i <= s->mask; i++) {
-    intern_entry_t *e = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
-    if (!e)
-      continue;
-    uint64_t j = e->hash & bigger->mask;
-    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
-      j = (j + 1) & bigger->mask;
-    atomic_store_explicit(&bigger->slot[j], e, memory_order_relaxed);
-  }
-  atomic_store_explicit(&t->slots, bigger, memory_order_release);
-  retire(s);
-  return true;
 }
 
 uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                 const intern_entry_t **entry) {
   uint64_t hash = hash_bytes(data, len, tag);
   uint64_t free_slot;
-  intern_slots_t *s = atomic_load_explicit(&t->slots, memory_order_acquire);
+  hindex_t *s = atomic_load_explicit(&t->slots, memory_order_acquire);
   const intern_entry_t *e;
   if (LIKELY(s != NULL) && (e = slots_find(s, hash, data, len, tag, &free_slot)) != NULL)
     goto found;
@@ -176,7 +181,7 @@ uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
   pthread_mutex_lock(&t->lock);
   s = atomic_load_explicit(&t->slots, memory_order_relaxed);
   if (!s) {
-    s = slots_new(INTERN_INITIAL_SLOTS);
+    s = hindex_new(INTERN_INITIAL_SLOTS);
     if (!s)
       goto fail;
     atomic_store_explicit(&t->slots, s, memory_order_release);
@@ -200,9 +205,8 @@ uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
   fresh->data[len] = '\0';
   /* id and contents are visible before the slot that leads to them */
   atomic_store_explicit(&t->count, id + 1, memory_order_release);
-  atomic_store_explicit(&s->slot[free_slot], fresh, memory_order_release);
-  if ((uint64_t)(id + 1) * 2 > s->mask + 1)
-    slots_grow(t, s);
+  hindex_store(s, free_slot, fresh, hash);
+  hindex_grow_if_needed(&t->slots, s, (uint64_t)id + 1, offsetof(intern_entry_t, hash));
   pthread_mutex_unlock(&t->lock);
   if (entry)
     *entry = fresh;
