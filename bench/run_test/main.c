@@ -32,7 +32,7 @@ static const char run_test_usage_text[] =
     "                          trace point is visited 100/P times, 0.1-100 (default 10)\n"
     "  -r, --report            also print every result as a CSV line:\n"
     "                          report,<test>,<threads>,<metric>,<value>,<floor>,<ratio>\n"
-    "  -v, --verbose           print details (failed checks, phase sizes)\n"
+    "  -v, --verbose           print details: failed checks, each thread's own costs\n"
     "  -h, --help              print this help and exit\n";
 
 static _Noreturn void run_test_usage_error(const char *format, ...) {

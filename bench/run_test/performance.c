@@ -292,6 +292,25 @@ static double perf_ns_per_op(const perf_context_t *context, perf_metric_t metric
   return total / context->team.workers;
 }
 
+/* --verbose: every worker's own cost, to see imbalance between threads. */
+static void perf_print_workers(const perf_context_t *context, const perf_metric_t *metrics,
+                               size_t count) {
+  printf("  %s: %u trace points, %u passes over them in repeated phases\n",
+         run_test_threads_label(context->team.requested), context->count, context->passes);
+  for (size_t m = 0; m < count; m++) {
+    printf("    %-30s", perf_metrics[metrics[m]].label);
+    for (unsigned w = 0; w < context->team.workers; w++) {
+      const perf_worker_data_t *data = &context->workers[w];
+      if (data->operations[metrics[m]])
+        printf(" %9.2f", (double)data->elapsed_ns[metrics[m]] /
+                             (double)data->operations[metrics[m]]);
+      else
+        printf(" %9s", "n/a");
+    }
+    printf("\n");
+  }
+}
+
 /* Fresh framework state and one empty callback in another .so. */
 static bool perf_setup_framework(perf_context_t *context) {
   xptiReset();
@@ -382,6 +401,8 @@ static bool perf_test1(const run_test_options_t *options) {
       ok = false;
     for (unsigned r = 0; r < ROWS; r++)
       results[n][r] = perf_ns_per_op(&context, rows[r]);
+    if (options->verbose)
+      perf_print_workers(&context, rows, ROWS);
     perf_run_free(&context);
   }
 
@@ -428,8 +449,12 @@ static bool perf_test2(const run_test_options_t *options) {
       ok = false;
     create[n] = perf_ns_per_op(&context, PERF_FW_CREATE);
     lookup_notify[n] = perf_ns_per_op(&context, PERF_FW_LOOKUP_NOTIFY);
-    /* FW = (N x create + N x visits x (lookup + notify)) / (N x visits) */
-    framework[n] = create[n] / context.visits + lookup_notify[n];
+    /* FW = (N x create + N x 100/f x (lookup + notify)) / (N x 100/f) */
+    framework[n] = create[n] * options->tp_frequency / 100.0 + lookup_notify[n];
+    if (options->verbose) {
+      static const perf_metric_t metrics[] = {PERF_FW_CREATE, PERF_FW_LOOKUP_NOTIFY};
+      perf_print_workers(&context, metrics, 2);
+    }
     perf_run_free(&context);
   }
 
@@ -448,7 +473,7 @@ static bool perf_test2(const run_test_options_t *options) {
   printf("\n%-30s %-8s", "FW cost per visit", "dso-call");
   for (unsigned n = 0; n < options->thread_count; n++)
     perf_print_cell(framework[n], dso);
-  printf("\n(FW = TP create / %u + TP lookup + notify)\n", context.visits);
+  printf("\n(FW = TP create x %g / 100 + TP lookup + notify)\n", options->tp_frequency);
   printf("%-30s %-8s", "events/s at callback cost", "");
   for (unsigned n = 0; n < options->thread_count; n++)
     printf(" %18s", run_test_threads_label(options->threads[n]));
