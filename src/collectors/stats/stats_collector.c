@@ -682,9 +682,22 @@ static void stats_print_table(FILE *out, const stats_report_t *rep, const stats_
     fprintf(out, "xptrace stats: every row in %s/stats.csv and stats.json\n", dir);
 }
 
+/* A fatal signal may interrupt a thread that holds the lock (while it
+ * registers itself): give up waiting after a while.  The list is only
+ * ever prepended to, so walking it unlocked is safe. */
+static bool stats_global_lock_for_report(void) {
+  for (int tries = 0; tries < 2000; ++tries) {
+    if (pthread_mutex_trylock(&stats_global.lock) == 0)
+      return true;
+    struct timespec pause = {0, 50000};
+    nanosleep(&pause, NULL);
+  }
+  return false;
+}
+
 static void stats_report(void) {
   stats_report_t rep = {0};
-  pthread_mutex_lock(&stats_global.lock);
+  bool locked = stats_global_lock_for_report();
   for (stats_thread_t *t = stats_global.threads; t; t = t->next) {
     stats_merge_thread(&rep, t);
     ++rep.threads;
@@ -718,7 +731,8 @@ static void stats_report(void) {
     stats_print_table(stderr, &rep, &sum, written ? dir : NULL);
   stats_global.reported = true;
   stats_global.reported_events = events;
-  pthread_mutex_unlock(&stats_global.lock);
+  if (locked)
+    pthread_mutex_unlock(&stats_global.lock);
   for (size_t r = 0; r < rep.nrows; ++r)
     stats_hist_free(&rep.rows[r].hist);
   free(rep.rows);
