@@ -1,4 +1,4 @@
-# Installed package: headers, libxpti.a, libxptifw.so, collectors, a
+# Installed package (relocatable): headers, libxpti.a, libxptifw.so, collectors, a
 # pkg-config file and a CMake package config (find_package(xptrace)).
 include(CMakePackageConfigHelpers)
 set(XPTRACE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/xptrace)
@@ -17,7 +17,7 @@ install(FILES ${CMAKE_BINARY_DIR}/xptraceConfig.cmake ${CMAKE_BINARY_DIR}/xptrac
   DESTINATION ${XPTRACE_CMAKE_DIR})
 
 file(WRITE ${CMAKE_BINARY_DIR}/xpti.pc.in [=[
-prefix=@CMAKE_INSTALL_PREFIX@
+prefix=${pcfiledir}/../..
 libdir=${prefix}/@CMAKE_INSTALL_LIBDIR@
 includedir=${prefix}/@CMAKE_INSTALL_INCLUDEDIR@
 
