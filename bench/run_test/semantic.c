@@ -538,9 +538,10 @@ int run_test_semantic(const run_test_options_t *options) {
       unsigned long long checks = atomic_load(&score.checks),
                          passed = atomic_load(&score.passed);
       double rate = checks ? 100.0 * (double)passed / (double)checks : 0.0;
-      printf("Semantic test %u (%-13s) %-10s %llu/%llu checks passed (%.2f%%) %s\n", id,
-             titles[id], run_test_threads_label(threads), passed, checks, rate,
-             ok && checks ? "PASS" : "FAIL");
+      char title[64];
+      snprintf(title, sizeof title, "Semantic test %u (%s),", id, titles[id]);
+      printf("%-33s %-11s %llu/%llu checks passed (%.2f%%) %s\n", title,
+             run_test_threads_label(threads), passed, checks, rate, ok && checks ? "PASS" : "FAIL");
       if (options->report)
         printf("report,semantic-%u,%u,pass-rate,%.4f,,\n", id, threads, rate);
       if (!ok || !checks)
