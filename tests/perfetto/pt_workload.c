@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,8 +135,9 @@ int main(int argc, char **argv) {
     return 1; /* not reached */
   }
   if (!strcmp(mode, "segv")) {
-    volatile int *null = NULL;
-    *null = 1;
+    /* A real fault (not a null store, which UBSan reports first). */
+    volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *page = 1;
     return 1;
   }
   if (!strcmp(mode, "fork")) {

@@ -515,7 +515,8 @@ static void pt_setup(void) {
   pt_budget = xpt_env_size("XPTRACE_BUFFER_SIZE", 64u << 20);
   /* Small budgets get small chunks so that several threads share them. */
   uint64_t cap = pt_budget / 64;
-  cap = cap < 1024 ? 1024 : cap > (256u << 10) ? (256u << 10) : cap;
+  /* At most 64 KiB: under malloc's mmap threshold, freed chunks come back warm. */
+  cap = cap < 1024 ? 1024 : cap > (64u << 10) ? (64u << 10) : cap;
   pt_chunk_cap = (uint32_t)(cap & ~(uint64_t)7);
   sem_init(&pt_wake, 0, 0);
   pthread_key_create(&pt_key, pt_thread_exit);

@@ -1,0 +1,127 @@
+/* Cost of one recorded begin/end notification in the perfetto collector,
+ * next to the floors of PERF.md measured in the same run, and the bytes
+ * the trace spends per slice.
+ *   trace_record [pairs per repetition] [repetitions]
+ * The collector is loaded from ../lib next to this program. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_empty.h"
+#include "bench_floors.h"
+#include "xpti/xpti_trace_framework.h"
+
+static double time_pairs(uint8_t stream, xpti_trace_event_data_t *ev, long pairs,
+                         const char *name) {
+  uint64_t t0 = bench_now_ns();
+  for (long i = 0; i < pairs; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev, (uint64_t)i, name);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev, (uint64_t)i, name);
+  }
+  return (double)(bench_now_ns() - t0) / (2.0 * (double)pairs);
+}
+
+static double time_named(uint8_t stream, long pairs) {
+  uint64_t t0 = bench_now_ns();
+  for (long i = 0; i < pairs; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, (uint64_t)i, "fn");
+    xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, (uint64_t)i, "fn");
+  }
+  return (double)(bench_now_ns() - t0) / (2.0 * (double)pairs);
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+int main(int argc, char **argv) {
+  long pairs = argc > 1 ? atol(argv[1]) : 200000;
+  int reps = argc > 2 ? atoi(argv[2]) : 7;
+  if (pairs <= 0 || reps <= 0 || reps > 64) {
+    fprintf(stderr, "usage: trace_record [pairs > 0] [repetitions 1..64]\n");
+    return 2;
+  }
+  char exe[PATH_MAX], lib[PATH_MAX + 64], out[] = "/tmp/xptrace-bench-XXXXXX";
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return 1;
+  exe[n] = '\0';
+  *strrchr(exe, '/') = '\0';
+  snprintf(lib, sizeof lib, "%s/../lib/libxpti_perfetto.so", exe);
+  if (!mkdtemp(out))
+    return 1;
+  /* The dispatcher reads its environment when it loads: set it, run again. */
+  if (!getenv("XPTI_SUBSCRIBERS")) {
+    setenv("XPTI_TRACE_ENABLE", "1", 1);
+    setenv("XPTI_SUBSCRIBERS", lib, 1);
+    setenv("XPTRACE_OUTPUT", out, 0);
+    setenv("XPTRACE_BUFFER_SIZE", "1G", 0);
+    execv("/proc/self/exe", argv);
+    perror("trace_record: execv");
+    return 1;
+  }
+  rmdir(out);
+  snprintf(out, sizeof out, "%s", getenv("XPTRACE_OUTPUT") ? getenv("XPTRACE_OUTPUT") : ".");
+
+  bench_floors_t floors;
+  bench_floors_measure(&floors, 7);
+  bench_floors_print(stdout, &floors);
+
+  if (xptiInitialize("bench.trace", 1, 0, "1.0") != XPTI_RESULT_SUCCESS) {
+    fprintf(stderr, "trace_record: collector not loaded (%s)\n", lib);
+    return 1;
+  }
+  uint8_t stream = xptiRegisterStream("bench.trace");
+  uint8_t empty_stream = xptiRegisterStream("bench.empty");
+  xptiRegisterCallback(empty_stream, XPTI_TRACE_TASK_BEGIN, xpti_bench_empty_callback);
+  xptiRegisterCallback(empty_stream, XPTI_TRACE_TASK_END, xpti_bench_empty_callback);
+  xpti_payload_t p = xpti_payload_make("bench_task", "trace_record.c", __LINE__, 1, NULL);
+  xpti_trace_event_data_t *ev =
+      xptiMakeEvent("bench_task", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+
+  double rec[64], named[64], empty[64];
+  for (int r = 0; r < reps; r++) {
+    empty[r] = time_pairs(empty_stream, ev, pairs, NULL);
+    rec[r] = time_pairs(stream, ev, pairs, NULL);
+    named[r] = time_named(stream, pairs);
+  }
+  double m_rec = bench_median(rec, (size_t)reps), m_named = bench_median(named, (size_t)reps);
+  double m_empty = bench_median(empty, (size_t)reps);
+  double tls = floors.ns[BENCH_FLOOR_TLS_RECORD];
+  double tls_clock = tls - floors.ns[BENCH_FLOOR_RDTSC] + floors.ns[BENCH_FLOOR_CLOCK];
+  printf("\nperfetto collector, per notification (median of %d x %ld begin/end pairs):\n", reps,
+         pairs);
+  printf("  empty callback (dispatch only)        %7.2f ns\n", m_empty);
+  printf("  recorded event, with event            %7.2f ns  %.2fx TLS floor  %.2fx TLS floor with clock_gettime\n",
+         m_rec, m_rec / tls, m_rec / tls_clock);
+  printf("  recorded event, NULL event + name     %7.2f ns  %.2fx TLS floor\n", m_named,
+         m_named / tls);
+  printf("  recorder alone (minus dispatch)       %7.2f ns  %.2fx TLS floor with clock_gettime\n",
+         m_rec - m_empty, (m_rec - m_empty) / tls_clock);
+
+  /* Bytes per slice: flush (finalize) after each kind, measure the growth. */
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/trace.perfetto-trace", out);
+  xptiFinalize("bench.trace");
+  long before = file_size(path);
+  long slices = 100000;
+  xptiInitialize("bench.trace", 1, 0, "1.0");
+  time_named(stream, slices);
+  xptiFinalize("bench.trace");
+  long after_named = file_size(path);
+  xptiInitialize("bench.trace", 1, 0, "1.0");
+  time_pairs(stream, ev, slices, NULL);
+  xptiFinalize("bench.trace");
+  long after_event = file_size(path);
+  printf("\ntrace size per begin/end slice (interned names, %ld slices):\n", slices);
+  printf("  NULL event + name (no annotations)    %7.2f bytes\n",
+         (double)(after_named - before) / (double)slices);
+  printf("  event with uid/instance/source args   %7.2f bytes\n",
+         (double)(after_event - after_named) / (double)slices);
+  printf("(trace in %s)\n", out);
+  return 0;
+}
