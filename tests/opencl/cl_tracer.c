@@ -11,7 +11,7 @@
 
 static cl_env_t env;
 static _Atomic long pro_calls, epi_calls, unpaired, nested_seen;
-static cl_int last_result = 1;
+static _Atomic cl_int last_result = 1;
 
 static void on_set_arg_pro(xpt_cl_clSetKernelArg_params_t *p, cl_int *result, void *user,
                            void **inst, uint64_t corr) {
@@ -52,8 +52,13 @@ static cl_kernel kernel;
 static cl_mem buffer;
 static void *caller(void *arg) {
   (void)arg;
+  cl_int err;
+  /* A kernel per thread: clSetKernelArg on one kernel is not thread-safe. */
+  cl_kernel own = clCreateKernel(env.program, "vadd", &err);
+  CL_CHECK(err);
   for (int i = 0; i < 20000; i++)
-    CL_CHECK(clSetKernelArg(kernel, 0, sizeof(buffer), &buffer));
+    CL_CHECK(clSetKernelArg(own, 0, sizeof(buffer), &buffer));
+  CL_CHECK(clReleaseKernel(own));
   return NULL;
 }
 

@@ -1,5 +1,25 @@
-import re, sys
-pp = open('pp.c').read()
+#!/usr/bin/env python3
+"""Regenerate include/xptrace/cl_api.def from the installed Khronos headers.
+
+Usage: gen_api_def.py > cl_api.def.body   (then keep the hand-written head
+comment of cl_api.def).  Reads struct _cl_icd_dispatch for the order and
+the prototypes of cl.h, cl_ext.h, cl_gl.h and cl_egl.h for the arguments."""
+import re, subprocess, sys
+SOURCE = """
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_2_APIS
+#include <CL/cl_icd.h>
+#include <CL/cl_ext.h>
+#include <CL/cl_gl.h>
+#include <CL/cl_egl.h>
+"""
+pp = subprocess.run(['cc', '-E', '-P', '-x', 'c', '-'], input=SOURCE, capture_output=True,
+                    text=True, check=True).stdout
 pp = re.sub(r'\s+', ' ', pp)
 m = re.search(r'typedef struct _cl_icd_dispatch \{(.*?)\} cl_icd_dispatch;', pp)
 members = re.findall(r'cl_api_(\w+) (\w+);', m.group(1))
@@ -60,5 +80,9 @@ for tname, name in members:
     else:
         lines.append(f'XPT_CL_FN({ret}, {name}, {len(args)}{a})')
 print(f'/* max args {maxn} */', file=sys.stderr)
-with open('opencl.def', 'w') as f:
-    f.write('\n'.join(cbtypes) + '\n\n' + '\n'.join(lines) + '\n')
+print('#ifdef XPT_CL_CALLBACK_TYPE')
+print('\n'.join(cbtypes))
+print('#endif')
+print('#if defined(XPT_CL_FN) && defined(XPT_CL_FN_VOID) && defined(XPT_CL_OPAQUE)')
+print('\n'.join(lines))
+print('#endif')

@@ -59,8 +59,9 @@ static struct {
 static uint32_t graph_context_count;
 static graph_event_entry_t *graph_events[GRAPH_EVENT_BUCKETS];
 /* Code bases of the frames between the program and us: this layer, the
- * layer or loader below, the loader's entry points. */
-static uintptr_t graph_skip_bases[3];
+ * layer or loader below, the loader's entry points, and whatever
+ * provides backtrace() (libc, or a sanitizer's interceptor). */
+static uintptr_t graph_skip_bases[4];
 static _Atomic bool graph_overflow_reported;
 
 static uintptr_t graph_base_of(const void *address) {
@@ -72,6 +73,7 @@ void graph_init(void) {
   graph_skip_bases[0] = graph_base_of((const void *)graph_init);
   graph_skip_bases[1] = graph_base_of((const void *)layer_next.clFinish);
   graph_skip_bases[2] = graph_base_of(dlsym(RTLD_DEFAULT, "clFinish"));
+  graph_skip_bases[3] = graph_base_of(dlsym(RTLD_DEFAULT, "backtrace"));
 }
 
 static void graph_report_overflow(const char *what) {
@@ -147,7 +149,10 @@ static const void *graph_call_site(const void *return_address) {
   int n = backtrace(frames, 16);
   for (int i = 0; i < n; i++) {
     uintptr_t base = graph_base_of(frames[i]);
-    if (base != graph_skip_bases[0] && base != graph_skip_bases[1] && base != graph_skip_bases[2])
+    bool skip = false;
+    for (size_t k = 0; k < sizeof(graph_skip_bases) / sizeof(graph_skip_bases[0]); k++)
+      skip |= base == graph_skip_bases[k];
+    if (!skip)
       return frames[i];
   }
   return return_address;
