@@ -221,6 +221,13 @@ typedef void (*xpti_tracepoint_callback_api_t)(uint16_t trace_type,
                                                uint64_t instance,
                                                const void *user_data);
 
+/* Callback for xptiRegisterStreamCallback: every trace type of a stream,
+ * with the stream id (an extension of the reference API). */
+typedef void (*xpti_stream_callback_api_t)(uint8_t stream, uint16_t trace_type,
+                                           xpti_trace_event_data_t *parent,
+                                           xpti_trace_event_data_t *event, uint64_t instance,
+                                           const void *user_data);
+
 /* Subscriber entry points. */
 typedef void (*xpti_trace_init_fn_t)(unsigned int major, unsigned int minor,
                                      const char *version, const char *stream);

@@ -81,6 +81,14 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trac
  * notification already in flight may still call cb once.  Off: FAIL. */
 XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t trace_type,
                                                      xpti_tracepoint_callback_api_t cb);
+/* Register cb for every trace type of a stream, present and future
+ * (user-defined ones included); it also receives the stream id.  Called
+ * after the per-type callbacks of each notification.  Same results as
+ * xptiRegisterCallback.  An xptrace extension.  Off: FAIL. */
+XPTI_EXPORT_API xpti_result_t xptiRegisterStreamCallback(uint8_t stream,
+                                                         xpti_stream_callback_api_t cb);
+XPTI_EXPORT_API xpti_result_t xptiUnregisterStreamCallback(uint8_t stream,
+                                                           xpti_stream_callback_api_t cb);
 /* Call every callback registered for (stream, trace_type).  Returns
  * SUCCESS, FALSE when tracing is off, INVALIDARG for a NULL event
  * (allowed, with user data, for function*, function_with_args*,

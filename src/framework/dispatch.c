@@ -14,8 +14,10 @@
 
 /* Callbacks of one (stream, trace type): an append-only array published
  * with one release store; unregistering clears an entry's active flag. */
+/* Entries hold either callback type, cast back at the call. */
+typedef void (*any_fn_t)(void);
 typedef struct cb_entry {
-  _Atomic(xpti_tracepoint_callback_api_t) fn;
+  _Atomic(any_fn_t) fn;
   _Atomic bool active;
 } cb_entry_t;
 
@@ -32,6 +34,7 @@ typedef struct cb_page {
 } cb_page_t;
 
 typedef struct stream {
+  _Atomic(cb_list_t *) every; /* xptiRegisterStreamCallback: every trace type */
   _Atomic(cb_page_t *) page[256];
   _Atomic(const char *) name; /* string table copy; NULL = not registered */
   _Atomic uint32_t active;    /* active callbacks on the stream */
@@ -232,7 +235,7 @@ static cb_list_t *list_of(uint8_t stream, uint16_t type) {
   return page ? atomic_load_explicit(&page->list[type & 0xff], memory_order_acquire) : NULL;
 }
 
-static cb_entry_t *entry_find(cb_list_t *l, xpti_tracepoint_callback_api_t cb) {
+static cb_entry_t *entry_find(cb_list_t *l, any_fn_t cb) {
   uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
   for (uint32_t i = 0; i < n; i++)
     if (atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed) == cb)
@@ -251,40 +254,25 @@ static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool acti
   }
 }
 
-XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trace_type,
-                                                   xpti_tracepoint_callback_api_t cb) {
-  if (!cb || trace_type == 0 || !stream_registered(stream))
-    return XPTI_RESULT_INVALIDARG;
-  stream_t *s = &g.stream[stream];
-  xpti_result_t r = XPTI_RESULT_SUCCESS;
-  pthread_mutex_lock(&g.lock);
-  cb_page_t *page = atomic_load_explicit(&s->page[trace_type >> 8], memory_order_relaxed);
-  if (!page) {
-    if (!(page = xcalloc(1, sizeof *page))) {
-      r = XPTI_RESULT_FAIL;
-      goto out;
-    }
-    atomic_store_explicit(&s->page[trace_type >> 8], page, memory_order_release);
-  }
-  cb_list_t *l = atomic_load_explicit(&page->list[trace_type & 0xff], memory_order_relaxed);
+/* Add cb to the list published at *where (g.lock held): DUPLICATE if it is
+ * active, UNDELETE if it comes back, else appended in registration order.
+ * A full list is copied into a bigger one; a notification may still be
+ * walking the old one, so it is retired, not freed. */
+static xpti_result_t list_register(stream_t *s, _Atomic(cb_list_t *) *where, any_fn_t cb) {
+  cb_list_t *l = atomic_load_explicit(where, memory_order_relaxed);
   cb_entry_t *e = entry_find(l, cb);
   if (e) {
-    if (atomic_load_explicit(&e->active, memory_order_relaxed)) {
-      r = XPTI_RESULT_DUPLICATE;
-    } else {
-      entry_set_active(s, l, e, true);
-      r = XPTI_RESULT_UNDELETE;
-    }
-    goto out;
+    if (atomic_load_explicit(&e->active, memory_order_relaxed))
+      return XPTI_RESULT_DUPLICATE;
+    entry_set_active(s, l, e, true);
+    return XPTI_RESULT_UNDELETE;
   }
   uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
   if (!l || n == l->cap) {
     uint32_t cap = l ? l->cap * 2 : 4;
     cb_list_t *bigger = xcalloc(1, sizeof *bigger + cap * sizeof bigger->entry[0]);
-    if (!bigger) {
-      r = XPTI_RESULT_FAIL;
-      goto out;
-    }
+    if (!bigger)
+      return XPTI_RESULT_FAIL;
     bigger->cap = cap;
     for (uint32_t i = 0; i < n; i++) {
       atomic_init(&bigger->entry[i].fn, atomic_load(&l->entry[i].fn));
@@ -292,15 +280,39 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trac
     }
     atomic_init(&bigger->count, n);
     atomic_init(&bigger->active, l ? atomic_load(&l->active) : 0);
-    atomic_store_explicit(&page->list[trace_type & 0xff], bigger, memory_order_release);
+    atomic_store_explicit(where, bigger, memory_order_release);
     if (l)
-      retire(l); /* a notification may still be walking it */
+      retire(l);
     l = bigger;
   }
   atomic_store_explicit(&l->entry[n].fn, cb, memory_order_relaxed);
   atomic_store_explicit(&l->count, n + 1, memory_order_release);
   entry_set_active(s, l, &l->entry[n], true);
-out:
+  return XPTI_RESULT_SUCCESS;
+}
+
+static xpti_result_t list_unregister(stream_t *s, cb_list_t *l, any_fn_t cb) {
+  cb_entry_t *e = entry_find(l, cb);
+  if (!e)
+    return XPTI_RESULT_NOTFOUND;
+  if (!atomic_load_explicit(&e->active, memory_order_relaxed))
+    return XPTI_RESULT_DUPLICATE;
+  entry_set_active(s, l, e, false);
+  return XPTI_RESULT_SUCCESS;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trace_type,
+                                                   xpti_tracepoint_callback_api_t cb) {
+  if (!cb || trace_type == 0 || !stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  stream_t *s = &g.stream[stream];
+  xpti_result_t r = XPTI_RESULT_FAIL;
+  pthread_mutex_lock(&g.lock);
+  cb_page_t *page = atomic_load_explicit(&s->page[trace_type >> 8], memory_order_relaxed);
+  if (!page && (page = xcalloc(1, sizeof *page)) != NULL)
+    atomic_store_explicit(&s->page[trace_type >> 8], page, memory_order_release);
+  if (page)
+    r = list_register(s, &page->list[trace_type & 0xff], (any_fn_t)cb);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -309,18 +321,39 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t tr
                                                      xpti_tracepoint_callback_api_t cb) {
   if (!cb || trace_type == 0 || !stream_registered(stream))
     return XPTI_RESULT_INVALIDARG;
-  xpti_result_t r = XPTI_RESULT_SUCCESS;
   pthread_mutex_lock(&g.lock);
-  cb_list_t *l = list_of(stream, trace_type);
-  cb_entry_t *e = entry_find(l, cb);
-  if (!e)
-    r = XPTI_RESULT_NOTFOUND;
-  else if (!atomic_load_explicit(&e->active, memory_order_relaxed))
-    r = XPTI_RESULT_DUPLICATE;
-  else
-    entry_set_active(&g.stream[stream], l, e, false);
+  xpti_result_t r = list_unregister(&g.stream[stream], list_of(stream, trace_type), (any_fn_t)cb);
   pthread_mutex_unlock(&g.lock);
   return r;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiRegisterStreamCallback(uint8_t stream,
+                                                         xpti_stream_callback_api_t cb) {
+  if (!cb || !stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  pthread_mutex_lock(&g.lock);
+  xpti_result_t r = list_register(&g.stream[stream], &g.stream[stream].every, (any_fn_t)cb);
+  pthread_mutex_unlock(&g.lock);
+  return r;
+}
+
+XPTI_EXPORT_API xpti_result_t xptiUnregisterStreamCallback(uint8_t stream,
+                                                           xpti_stream_callback_api_t cb) {
+  if (!cb || !stream_registered(stream))
+    return XPTI_RESULT_INVALIDARG;
+  pthread_mutex_lock(&g.lock);
+  stream_t *s = &g.stream[stream];
+  xpti_result_t r = list_unregister(s, atomic_load_explicit(&s->every, memory_order_relaxed),
+                                    (any_fn_t)cb);
+  pthread_mutex_unlock(&g.lock);
+  return r;
+}
+
+static void list_deactivate_all(stream_t *s, cb_list_t *l) {
+  uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
+      entry_set_active(s, l, &l->entry[i], false);
 }
 
 XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
@@ -334,15 +367,11 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
     return XPTI_RESULT_NOTFOUND;
   stream_t *s = &g.stream[id];
   pthread_mutex_lock(&g.lock);
+  list_deactivate_all(s, atomic_load_explicit(&s->every, memory_order_relaxed));
   for (int hi = 0; hi < 256; hi++) {
     cb_page_t *page = atomic_load_explicit(&s->page[hi], memory_order_relaxed);
-    for (int lo = 0; page && lo < 256; lo++) {
-      cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
-      uint32_t n = l ? atomic_load_explicit(&l->count, memory_order_relaxed) : 0;
-      for (uint32_t i = 0; i < n; i++)
-        if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
-          entry_set_active(s, l, &l->entry[i], false);
-    }
+    for (int lo = 0; page && lo < 256; lo++)
+      list_deactivate_all(s, atomic_load_explicit(&page->list[lo], memory_order_relaxed));
   }
   pthread_mutex_unlock(&g.lock);
   return XPTI_RESULT_SUCCESS;
@@ -354,6 +383,9 @@ XPTI_EXPORT_API bool xptiCheckTraceEnabled(uint8_t stream, uint16_t trace_type) 
   if (trace_type == 0)
     return atomic_load_explicit(&g.stream[stream].active, memory_order_relaxed) != 0;
   cb_list_t *l = list_of(stream, trace_type);
+  if (l && atomic_load_explicit(&l->active, memory_order_relaxed) != 0)
+    return true;
+  l = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
   return l && atomic_load_explicit(&l->active, memory_order_relaxed) != 0;
 }
 
@@ -375,16 +407,32 @@ static inline bool event_optional(uint16_t type) {
   }
 }
 
-/* More than one callback: kept out of line so that the one-callback path
- * saves no registers. */
-__attribute__((noinline)) static xpti_result_t
-notify_list(const cb_list_t *l, uint32_t n, uint16_t trace_type, xpti_trace_event_data_t *parent,
-            xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+static void call_list(const cb_list_t *l, uint16_t trace_type, xpti_trace_event_data_t *parent,
+                      xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  uint32_t n = l ? atomic_load_explicit(&((cb_list_t *)l)->count, memory_order_acquire) : 0;
   for (uint32_t i = 0; i < n; i++) {
     const cb_entry_t *e = &l->entry[i];
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-      atomic_load_explicit(&e->fn, memory_order_relaxed)(trace_type, parent, event, instance,
-                                                         user_data);
+      ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
+          trace_type, parent, event, instance, user_data);
+  }
+}
+
+/* Anything but one per-type callback: kept out of line so that the common
+ * path saves no registers.  Stream-wide callbacks run after per-type ones. */
+__attribute__((noinline)) static xpti_result_t
+notify_slow(uint8_t stream, const cb_list_t *l, const cb_list_t *every, uint16_t trace_type,
+            xpti_trace_event_data_t *parent, xpti_trace_event_data_t *event, uint64_t instance,
+            const void *user_data) {
+  if (!l && !every)
+    return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
+  call_list(l, trace_type, parent, event, instance, user_data);
+  uint32_t n = every ? atomic_load_explicit(&((cb_list_t *)every)->count, memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const cb_entry_t *e = &every->entry[i];
+    if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
+      ((xpti_stream_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
+          stream, trace_type, parent, event, instance, user_data);
   }
   return XPTI_RESULT_SUCCESS;
 }
@@ -398,17 +446,15 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
   if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
     return XPTI_RESULT_INVALIDARG;
   cb_list_t *l = list_of(stream, trace_type);
-  if (!l)
-    return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
-  uint32_t n = atomic_load_explicit(&l->count, memory_order_acquire);
-  if (LIKELY(n == 1)) { /* the common case, without loop state to save */
-    const cb_entry_t *e = &l->entry[0];
+  cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
+  if (LIKELY(l && !every) && atomic_load_explicit(&l->count, memory_order_acquire) == 1) {
+    const cb_entry_t *e = &l->entry[0]; /* the common case */
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-      atomic_load_explicit(&e->fn, memory_order_relaxed)(trace_type, parent, event, instance,
-                                                         user_data);
+      ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
+          trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
-  return notify_list(l, n, trace_type, parent, event, instance, user_data);
+  return notify_slow(stream, l, every, trace_type, parent, event, instance, user_data);
 }
 
 /* ---- stream life: subscribers' init and finish ----------------------- */
@@ -563,6 +609,9 @@ XPTI_EXPORT_API void xptiReset(void) {
       if (page)
         retire(page); /* lists inside stay reachable only through it */
     }
+    cb_list_t *every = atomic_exchange(&s->every, NULL);
+    if (every)
+      retire(every);
     atomic_store(&s->name, NULL);
     atomic_store(&s->active, 0);
     atomic_store(&s->initialized, 0);

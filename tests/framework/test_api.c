@@ -20,6 +20,54 @@ static void cb_b(uint16_t t, xpti_trace_event_data_t *p, xpti_trace_event_data_t
     order[norder++] = 'b';
 }
 
+static int every_calls, every_order_pos;
+static uint8_t every_stream_seen;
+static uint16_t every_type_seen;
+static void cb_every(uint8_t stream, uint16_t t, xpti_trace_event_data_t *p,
+                     xpti_trace_event_data_t *e, uint64_t i, const void *u) {
+  (void)p, (void)e, (void)i, (void)u;
+  every_calls++;
+  every_stream_seen = stream;
+  every_type_seen = t;
+  every_order_pos = norder;
+  if (norder < 8)
+    order[norder++] = 'E';
+}
+
+static void test_stream_callbacks(void) {
+  uint8_t s = xptiRegisterStream("unit.every");
+  CHECK_EQ(xptiRegisterStreamCallback(s, NULL), XPTI_RESULT_INVALIDARG);
+  CHECK_EQ(xptiRegisterStreamCallback(233, cb_every), XPTI_RESULT_INVALIDARG);
+  CHECK(!xptiCheckTraceEnabled(s, XPTI_TRACE_SIGNAL));
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_every), XPTI_RESULT_SUCCESS);
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_every), XPTI_RESULT_DUPLICATE);
+  CHECK(xptiCheckTraceEnabled(s, XPTI_TRACE_SIGNAL));
+  CHECK(xptiCheckTraceEnabled(s, 0));
+  xpti_payload_t p = xpti_payload_make("every", "every.c", 1, 1, NULL);
+  xpti_trace_event_data_t *e = xptiMakeEvent(NULL, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  /* a user-defined type made after registration still arrives */
+  uint16_t late = xptiRegisterUserDefinedTracePoint("lateTool", XPTI_TRACE_POINT_BEGIN(5));
+  CHECK_EQ(xptiNotifySubscribers(s, late, NULL, e, 1, NULL), XPTI_RESULT_SUCCESS);
+  CHECK_EQ(every_calls, 1);
+  CHECK_EQ(every_stream_seen, s);
+  CHECK_EQ(every_type_seen, late);
+  /* per-type callbacks run first */
+  norder = 0;
+  CHECK_EQ(xptiRegisterCallback(s, XPTI_TRACE_SIGNAL, cb_a), XPTI_RESULT_SUCCESS);
+  xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 2, NULL);
+  CHECK(norder == 2 && order[0] == 'a' && order[1] == 'E');
+  CHECK_EQ(every_calls, 2);
+  CHECK_EQ(xptiUnregisterStreamCallback(s, cb_every), XPTI_RESULT_SUCCESS);
+  CHECK_EQ(xptiUnregisterStreamCallback(s, cb_every), XPTI_RESULT_DUPLICATE);
+  xptiNotifySubscribers(s, late, NULL, e, 3, NULL);
+  CHECK_EQ(every_calls, 2);
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_every), XPTI_RESULT_UNDELETE);
+  CHECK_EQ(xptiUnregisterStream("unit.every"), XPTI_RESULT_SUCCESS);
+  xptiNotifySubscribers(s, late, NULL, e, 4, NULL);
+  CHECK_EQ(every_calls, 2);
+  CHECK(!xptiCheckTraceEnabled(s, 0));
+}
+
 static void test_strings(void) {
   char *copy = (char *)1;
   CHECK_EQ(xptiRegisterString(NULL, &copy), XPTI_INVALID_STRING_ID);
@@ -326,6 +374,7 @@ int main(void) {
   test_events();
   test_streams_callbacks();
   test_user_defined();
+  test_stream_callbacks();
   test_ids_and_tls();
   test_life_cycle();
   test_reset();
