@@ -140,8 +140,9 @@ typedef struct metadata_block {
 typedef struct tracepoint {
   xpti_trace_event_data_t event;
   xpti_payload_t payload; /* strings point into the string table */
-  uint64_t key[3];
-  uint64_t hash;
+  uint64_t key[3]; /* the 128-bit key (and code pointer), as payload.uid */
+  uint64_t hash;   /* of the content: see probe_make */
+  uint32_t name_len, file_len;
   _Atomic uint64_t instances;
   _Atomic(metadata_block_t *) metadata;
 } tracepoint_t;

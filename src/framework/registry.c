@@ -81,47 +81,67 @@ void registry_reset(void) {
   pthread_mutex_unlock(&g_reg.lock);
 }
 
-/* The key of a trace point: (file, name, line, column) by content, or the
- * code pointer when there is neither a name nor a file.  String ids are
- * exact, so distinct keys can never collide. */
-typedef struct tp_key {
-  uint64_t k[3];
+/* A trace point is its (source file, function, line, column) by content,
+ * or the code pointer when there is neither a name nor a file.  Lookups
+ * hash that content in one pass and compare it with the trace point's own
+ * copies, so revisiting needs no string table; the 128-bit key (string
+ * ids, exact by construction) is made once, at creation. */
+typedef struct tp_probe {
+  const char *name, *file; /* the caller's */
+  uint32_t name_len, file_len;
+  uint64_t line_column;
+  uint64_t code;
   uint64_t hash;
-  const char *name, *file; /* the string table's copies */
-} tp_key_t;
+} tp_probe_t;
 
-static bool make_key(const xpti_payload_t *p, const char *fallback_name, tp_key_t *key) {
-  const char *name = p->name ? p->name : fallback_name;
-  uint64_t name_id = NO_STRING, file_id = NO_STRING;
-  key->name = key->file = NULL;
-  if (!name && !p->source_file && !p->code_ptr_va)
+#define ABSENT_NAME_SEED 0x6e6f6e616d65ull /* NULL and "" must differ */
+#define ABSENT_FILE_SEED 0x6e6f66696c65ull
+
+static bool probe_make(const xpti_payload_t *p, const char *fallback_name, tp_probe_t *q) {
+  q->name = p->name ? p->name : fallback_name;
+  q->file = p->source_file;
+  if (!q->name && !q->file && !p->code_ptr_va)
     return false;
-  if (name && (name_id = string_intern(name, &key->name)) == UINT32_MAX)
+  size_t name_len = q->name ? strlen(q->name) : 0, file_len = q->file ? strlen(q->file) : 0;
+  if (name_len >= UINT32_MAX || file_len >= UINT32_MAX)
     return false;
-  if (p->source_file && (file_id = string_intern(p->source_file, &key->file)) == UINT32_MAX)
-    return false;
-  key->k[0] = file_id << 32 | name_id;
-  key->k[1] = (uint64_t)p->line_no << 32 | p->column_no;
-  key->k[2] = p->source_file ? 0 : (uint64_t)(uintptr_t)p->code_ptr_va;
-  key->hash = hash_mix(key->k[0] ^ hash_mix(key->k[1] ^ hash_mix(key->k[2])));
+  q->name_len = (uint32_t)name_len;
+  q->file_len = (uint32_t)file_len;
+  q->line_column = (uint64_t)p->line_no << 32 | p->column_no;
+  q->code = q->file ? 0 : (uint64_t)(uintptr_t)p->code_ptr_va;
+  uint64_t h = q->name ? hash_bytes(q->name, name_len, 1) : ABSENT_NAME_SEED;
+  h = q->file ? hash_bytes(q->file, file_len, h) : hash_mix(h ^ ABSENT_FILE_SEED);
+  q->hash = hash_mix(h ^ hash_mix(q->line_column ^ hash_mix(q->code)));
   return true;
 }
 
-static tracepoint_t *slots_find(const hindex_t *h, const tp_key_t *key, uint64_t *free_slot) {
-  for (uint64_t i = key->hash & h->mask;; i = (i + 1) & h->mask) {
+static inline bool same_text_len(const char *a, uint32_t a_len, const char *copy,
+                                 uint32_t copy_len) {
+  if (!a || !copy)
+    return a == copy;
+  return a_len == copy_len && memcmp(a, copy, a_len) == 0;
+}
+
+static inline bool tp_matches(const tracepoint_t *tp, const tp_probe_t *q) {
+  return tp->hash == q->hash && tp->key[1] == q->line_column && tp->key[2] == q->code &&
+         same_text_len(q->name, q->name_len, tp->payload.name, tp->name_len) &&
+         same_text_len(q->file, q->file_len, tp->payload.source_file, tp->file_len);
+}
+
+static tracepoint_t *slots_find(const hindex_t *h, const tp_probe_t *q, uint64_t *free_slot) {
+  for (uint64_t i = q->hash & h->mask;; i = (i + 1) & h->mask) {
     uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
     if (!v) {
       *free_slot = i;
       return NULL;
     }
     tracepoint_t *tp = hindex_ptr(v);
-    if (hindex_tag_matches(v, key->hash) && tp->key[0] == key->k[0] &&
-        tp->key[1] == key->k[1] && tp->key[2] == key->k[2])
+    if (hindex_tag_matches(v, q->hash) && tp_matches(tp, q))
       return tp;
   }
 }
 
-static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uint16_t event_type,
+static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uint16_t event_type,
                                uint16_t activity) {
   uint64_t free_slot;
   pthread_mutex_lock(&g_reg.lock);
@@ -131,31 +151,41 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uin
       goto fail;
     atomic_store_explicit(&g_reg.slots, s, memory_order_release);
   }
-  tracepoint_t *tp = slots_find(s, key, &free_slot);
+  tracepoint_t *tp = slots_find(s, q, &free_slot);
   if (tp) {
     pthread_mutex_unlock(&g_reg.lock);
     return tp;
   }
+  const char *name = NULL, *file = NULL;
+  uint64_t name_id = NO_STRING, file_id = NO_STRING;
+  if (q->name && (name_id = string_intern(q->name, &name)) == UINT32_MAX)
+    goto fail;
+  if (q->file && (file_id = string_intern(q->file, &file)) == UINT32_MAX)
+    goto fail;
   uint64_t uid = atomic_load_explicit(&g_reg.count, memory_order_relaxed) + 1;
   tp = arena_alloc(&g_reg.arena, sizeof *tp, 64);
   if (!tp || !idvec_set(&g_reg.by_uid, uid, tp))
     goto fail;
-  memcpy(tp->key, key->k, sizeof tp->key);
-  tp->hash = key->hash;
+  tp->key[0] = file_id << 32 | name_id;
+  tp->key[1] = q->line_column;
+  tp->key[2] = q->code;
+  tp->hash = q->hash;
+  tp->name_len = q->name_len;
+  tp->file_len = q->file_len;
   xpti_payload_t *copy = &tp->payload;
-  copy->name = key->name;
-  copy->source_file = key->file;
+  copy->name = name;
+  copy->source_file = file;
   copy->line_no = p->line_no;
   copy->column_no = p->column_no;
   copy->code_ptr_va = p->code_ptr_va;
   copy->internal = uid;
-  copy->uid.p1 = key->k[0];
-  copy->uid.p2 = key->k[1];
-  copy->uid.p3 = key->k[2];
-  copy->flags = (key->name ? XPTI_PAYLOAD_NAME_AVAILABLE : 0) |
-                (key->file ? XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE | XPTI_PAYLOAD_LINE_INFO_AVAILABLE |
-                                 XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE
-                           : 0) |
+  copy->uid.p1 = tp->key[0];
+  copy->uid.p2 = tp->key[1];
+  copy->uid.p3 = tp->key[2];
+  copy->flags = (name ? XPTI_PAYLOAD_NAME_AVAILABLE : 0) |
+                (file ? XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE | XPTI_PAYLOAD_LINE_INFO_AVAILABLE |
+                            XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE
+                      : 0) |
                 (p->code_ptr_va ? XPTI_PAYLOAD_CODE_PTR_AVAILABLE : 0) |
                 XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;
   if (p->line_no == XPTI_INVALID_LINE)
@@ -171,7 +201,7 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_key_t *key, uin
   ev->flags = XPTI_EVENT_UID_AVAILABLE | XPTI_EVENT_TYPE_AVAILABLE |
               XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
   atomic_store_explicit(&g_reg.count, uid, memory_order_release);
-  hindex_store(s, free_slot, tp, key->hash);
+  hindex_store(s, free_slot, tp, q->hash);
   hindex_grow_if_needed(&g_reg.slots, s, uid, offsetof(tracepoint_t, hash));
   pthread_mutex_unlock(&g_reg.lock);
   return tp;
@@ -219,7 +249,7 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
     return NULL;
   const char *name = payload->name ? payload->name : fallback_name;
   const char *file = payload->source_file;
-  const void *code = file ? NULL : payload->code_ptr_va; /* as in make_key */
+  const void *code = file ? NULL : payload->code_ptr_va;
   uint64_t line_column = (uint64_t)payload->line_no << 32 | payload->column_no;
   uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_relaxed);
   tp_cache_entry_t *cache = tp_cache(), *slot = NULL;
@@ -233,13 +263,13 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
       tp = slot->tp;
   }
   if (!tp) {
-    tp_key_t key;
-    if (!make_key(payload, fallback_name, &key))
+    tp_probe_t q;
+    if (!probe_make(payload, fallback_name, &q))
       return NULL;
     uint64_t free_slot;
     hindex_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
-    tp = s ? slots_find(s, &key, &free_slot) : NULL;
-    if (UNLIKELY(!tp) && !(tp = tp_create(payload, &key, event_type, activity)))
+    tp = s ? slots_find(s, &q, &free_slot) : NULL;
+    if (UNLIKELY(!tp) && !(tp = tp_create(payload, &q, event_type, activity)))
       return NULL;
     if (slot)
       *slot = (tp_cache_entry_t){name, file, code, line_column, epoch, tp};

@@ -70,36 +70,47 @@ bool idvec_set(idvec_t *v, uint64_t id, void *p) {
   return true;
 }
 
-/* 16 bytes per step in two independent lanes: strings here are paths and
- * symbol names, where a byte-at-a-time hash would cost more than the
- * whole lookup.  Not collision-resistant: callers compare contents. */
+static inline uint64_t read64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+static inline uint64_t read32(const unsigned char *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+/* 16 bytes per step in two independent lanes, the last 1..16 bytes read
+ * with overlapping loads: strings here are paths and symbol names, where a
+ * byte-at-a-time hash would cost more than the whole lookup.  Not
+ * collision-resistant: callers compare contents. */
 uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
   const unsigned char *p = data;
+  size_t n = len;
   uint64_t a = seed ^ (len * 0x9e3779b97f4a7c15ull), b = 0x2545f4914f6cdd1dull;
-  while (len >= 16) {
-    uint64_t w0, w1;
-    memcpy(&w0, p, 8);
-    memcpy(&w1, p + 8, 8);
-    a = (a ^ w0) * 0xff51afd7ed558ccdull;
-    b = (b ^ w1) * 0xc4ceb9fe1a85ec53ull;
+  while (n > 16) {
+    a = (a ^ read64(p)) * 0xff51afd7ed558ccdull;
+    b = (b ^ read64(p + 8)) * 0xc4ceb9fe1a85ec53ull;
     a ^= a >> 32;
     b ^= b >> 29;
     p += 16;
-    len -= 16;
+    n -= 16;
   }
   uint64_t w0 = 0, w1 = 0;
-  if (len > 8) {
-    memcpy(&w0, p, 8);
-    memcpy(&w1, p + 8, len - 8);
-  } else {
-    memcpy(&w0, p, len);
+  if (n >= 8) {
+    w0 = read64(p);
+    w1 = read64(p + n - 8);
+  } else if (n >= 4) {
+    w0 = read32(p);
+    w1 = read32(p + n - 4);
+  } else if (n > 0) {
+    w0 = (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
   }
   a = (a ^ w0) * 0xff51afd7ed558ccdull;
   b = (b ^ w1) * 0xc4ceb9fe1a85ec53ull;
   return hash_mix(a ^ (b >> 7) ^ (b << 57));
 }
-
-/* ---- interning ------------------------------------------------------- */
 
 hindex_t *hindex_new(uint64_t slots) {
   hindex_t *h = xcalloc(1, sizeof *h + slots * sizeof h->slot[0]);
