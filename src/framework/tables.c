@@ -184,9 +184,10 @@ uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                 const intern_entry_t **entry) {
   uint64_t hash = hash_bytes(data, len, tag);
   uint64_t free_slot;
-  hindex_t *s = atomic_load_explicit(&t->slots, memory_order_acquire);
+  uint32_t seen_count = atomic_load_explicit(&t->count, memory_order_acquire);
+  hindex_t *seen = atomic_load_explicit(&t->slots, memory_order_acquire), *s;
   const intern_entry_t *e;
-  if (LIKELY(s != NULL) && (e = slots_find(s, hash, data, len, tag, &free_slot)) != NULL)
+  if (LIKELY(seen != NULL) && (e = slots_find(seen, hash, data, len, tag, &free_slot)) != NULL)
     goto found;
 
   pthread_mutex_lock(&t->lock);
@@ -197,12 +198,16 @@ uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
       goto fail;
     atomic_store_explicit(&t->slots, s, memory_order_release);
   }
-  e = slots_find(s, hash, data, len, tag, &free_slot);
-  if (e) {
-    pthread_mutex_unlock(&t->lock);
-    goto found;
-  }
   uint32_t id = atomic_load_explicit(&t->count, memory_order_relaxed);
+  /* Nothing inserted since the lock-free probe: its free slot still holds.
+   * Otherwise probe again, now that no one else can insert. */
+  if (s != seen || id != seen_count) {
+    e = slots_find(s, hash, data, len, tag, &free_slot);
+    if (e) {
+      pthread_mutex_unlock(&t->lock);
+      goto found;
+    }
+  }
   if (id == UINT32_MAX - 1 || len > UINT32_MAX)
     goto fail;
   intern_entry_t *fresh = arena_alloc(&t->arena, sizeof *fresh + len + 1, 8);
