@@ -144,8 +144,8 @@ int main(void) {
   CHECK(xptiNotifySubscribers(s, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, 3, "user data") ==
         XPTI_RESULT_SUCCESS);
 
-  /* user-defined types registered after the stream started, by more
-   * tools than the collector's headroom, each notified at once */
+  /* user-defined types of tools registered after xptiInitialize: each
+   * notified at once, then many registered before any of them notifies */
   char tool[16];
   for (int t = 0; t < 20; t++) {
     snprintf(tool, sizeof tool, "tool %d", t);
@@ -153,6 +153,17 @@ int main(void) {
     CHECK(type != 0);
     CHECK(xptiNotifySubscribers(s, type, NULL, aev, (uint64_t)t, NULL) == XPTI_RESULT_SUCCESS);
   }
+  uint16_t late[40];
+  for (int t = 0; t < 40; t++) {
+    snprintf(tool, sizeof tool, "late%d", t);
+    late[t] = xptiRegisterUserDefinedTracePoint(tool, XPTI_TRACE_POINT_BEGIN(t + 10));
+    CHECK(late[t] != 0);
+  }
+  for (int t = 39; t >= 0; t--)
+    CHECK(xptiNotifySubscribers(s, late[t], NULL, aev, (uint64_t)t, NULL) == XPTI_RESULT_SUCCESS);
+  /* a type that is neither predefined nor a tool's */
+  CHECK(xptiNotifySubscribers(s, XPTI_TRACE_POINT_BEGIN(15), NULL, aev, 5, NULL) ==
+        XPTI_RESULT_SUCCESS);
 
   /* a line longer than the limit is cut, not dropped */
   static char big[6000];
@@ -190,6 +201,10 @@ int main(void) {
   for (int t = 0; t < 20; t++)
     expect("fmt tool\\x20%d:user3_end <unnamed> uid=%" PRIu64 " instance=%d src=- source=11 "
            "target=12", t, auid, t);
+  for (int t = 0; t < 40; t++)
+    expect("fmt late%d:user%d_begin <unnamed> uid=%" PRIu64 " instance=%d src=- source=11 "
+           "target=12", t, t + 10, auid, t);
+  expect("fmt type30 <unnamed> uid=%" PRIu64 " instance=5 src=- source=11 target=12", auid);
   expect("fmt xptiTraceFinish");
   expect("odd\\x20name xptiTraceFinish");
 
@@ -210,11 +225,11 @@ int main(void) {
   expect("fmt barrier_begin <unnamed> uid=%" PRIu64 " instance=99 src=- source=11 target=12",
          auid);
 
-  /* nothing else: 2 inits + 3 + 20 + big + child + 2 finishes */
+  /* nothing else: 2 inits + 3 + 20 + 40 + 1 + big + child + 2 finishes */
   int lines = 0;
   for (char *c = output; *c; c++)
     lines += *c == '\n';
-  CHECK(lines == 29);
+  CHECK(lines == 70);
   if (failures)
     fprintf(stderr, "---- output ----\n%s", output);
   return failures ? 1 : 0;

@@ -332,12 +332,9 @@ static void text_put_stream_name(text_line_t *l, uint8_t stream) {
   }
 }
 
-static void text_check_tools(void);
-
 static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
                         xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
   (void)user_data; /* its meaning is the stream's protocol; never dereferenced */
-  text_check_tools();
   text_line_t l;
   text_put_stream_name(&l, stream);
   text_put(&l, " ", 1);
@@ -381,101 +378,19 @@ static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *
   text_line_emit(&l);
 }
 
-/* The callback signature carries no stream id, so each stream gets its
- * own trampoline: text_cb_XY serves stream 0xXY. */
-#define TEXT_CB_DEFINE(hi, lo)                                                                  \
-  static void text_cb_##hi##lo(uint16_t type, xpti_trace_event_data_t *parent,                  \
-                               xpti_trace_event_data_t *event, uint64_t instance,               \
-                               const void *user_data) {                                         \
-    text_notify(0x##hi##lo, type, parent, event, instance, user_data);                          \
-  }
-#define TEXT_CB_REF(hi, lo) text_cb_##hi##lo,
-#define TEXT_ROW(X, hi)                                                                         \
-  X(hi, 0) X(hi, 1) X(hi, 2) X(hi, 3) X(hi, 4) X(hi, 5) X(hi, 6) X(hi, 7) X(hi, 8) X(hi, 9)      \
-      X(hi, a) X(hi, b) X(hi, c) X(hi, d) X(hi, e) X(hi, f)
-#define TEXT_ALL(X)                                                                             \
-  TEXT_ROW(X, 0) TEXT_ROW(X, 1) TEXT_ROW(X, 2) TEXT_ROW(X, 3) TEXT_ROW(X, 4) TEXT_ROW(X, 5)     \
-  TEXT_ROW(X, 6) TEXT_ROW(X, 7) TEXT_ROW(X, 8) TEXT_ROW(X, 9) TEXT_ROW(X, a) TEXT_ROW(X, b)     \
-  TEXT_ROW(X, c) TEXT_ROW(X, d) TEXT_ROW(X, e) TEXT_ROW(X, f)
-
-TEXT_ALL(TEXT_CB_DEFINE)
-static const xpti_tracepoint_callback_api_t text_callbacks[256] = {TEXT_ALL(TEXT_CB_REF)};
-
 /* ---- registration -------------------------------------------------- */
 
-/* User-defined types cannot be enumerated up front, and registering all
- * 255 tools x 128 extensions costs ~3.6 MB and ~3.6 ms per stream with
- * this dispatcher.  Tool ids are handed out in order 1, 2, 3 ..., so the
- * collector covers every tool id up to the highest one in use plus
- * TEXT_TOOL_HEADROOM unused ones, on every stream it was initialised for.
- * Each notification and each xptiTraceInit checks whether the first spare
- * id has been taken and, if so, extends the cover.  A type is missed only
- * if more than TEXT_TOOL_HEADROOM new tools register and notify before
- * any notification reaches the collector (documented in docs/text.md). */
-#define TEXT_TOOL_HEADROOM 8u
-
-static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool text_stream_done[256];      /* guarded by text_lock */
-static _Atomic unsigned text_tools_covered; /* tool ids 1..this are registered */
 static _Atomic bool text_register_failed_said;
 
-static void text_register(uint8_t stream, uint16_t type) {
-  xpti_result_t r = xptiRegisterCallback(stream, type, text_callbacks[stream]);
+/* One stream-wide callback sees every type, user-defined ones of tools
+ * registered at any time included.  DUPLICATE/UNDELETE: a stream
+ * initialised again, already (or again) covered. */
+static void text_subscribe(uint8_t stream) {
+  xpti_result_t r = xptiRegisterStreamCallback(stream, text_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&text_register_failed_said, true))
-    fprintf(stderr, "xpti: text collector cannot register for type %u on stream %u: 0x%x\n",
-            (unsigned)type, (unsigned)stream, (unsigned)r);
-}
-
-static void text_register_tools(uint8_t stream, unsigned first, unsigned last) {
-  for (unsigned tool = first; tool <= last; tool++)
-    for (unsigned ext = 0; ext < 128; ext++)
-      text_register(stream, (uint16_t)(XPTI_PACK_TOOL_ID(tool) | XPTI_USER_DEFINED(ext)));
-}
-
-/* True when a tool id inside the headroom is in use. */
-static bool text_cover_short(void) {
-  unsigned covered = atomic_load_explicit(&text_tools_covered, memory_order_acquire);
-  if (covered >= 255)
-    return false;
-  unsigned first_spare = covered > TEXT_TOOL_HEADROOM ? covered - TEXT_TOOL_HEADROOM + 1 : 1;
-  return xptiLookupToolName((uint8_t)first_spare) != NULL;
-}
-
-/* Extend the cover to the highest tool id in use plus the headroom. */
-static void text_cover_tools_locked(void) {
-  unsigned highest = 0;
-  while (highest < 255 && xptiLookupToolName((uint8_t)(highest + 1)))
-    highest++;
-  unsigned old = atomic_load_explicit(&text_tools_covered, memory_order_relaxed);
-  unsigned target = highest + TEXT_TOOL_HEADROOM < 255 ? highest + TEXT_TOOL_HEADROOM : 255;
-  if (target <= old)
-    return;
-  for (unsigned s = 0; s < 255; s++)
-    if (text_stream_done[s])
-      text_register_tools((uint8_t)s, old + 1, target);
-  atomic_store_explicit(&text_tools_covered, target, memory_order_release);
-}
-
-static void text_check_tools(void) {
-  if (!text_cover_short())
-    return;
-  pthread_mutex_lock(&text_lock);
-  text_cover_tools_locked();
-  pthread_mutex_unlock(&text_lock);
-}
-
-static void text_subscribe(uint8_t stream) {
-  pthread_mutex_lock(&text_lock);
-  if (!text_stream_done[stream]) {
-    text_stream_done[stream] = true;
-    for (unsigned type = 1; type < 128; type++)
-      if (text_predefined_names[type])
-        text_register(stream, (uint16_t)type);
-    text_register_tools(stream, 1, atomic_load_explicit(&text_tools_covered, memory_order_relaxed));
-  }
-  text_cover_tools_locked();
-  pthread_mutex_unlock(&text_lock);
+    fprintf(stderr, "xpti: text collector cannot register for stream %u: 0x%x\n",
+            (unsigned)stream, (unsigned)r);
 }
 
 XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,
