@@ -83,8 +83,10 @@ def main():
     span("sample", "task", "nap", 10, 5)
     span("sample", "function", "cfunc", 4, 1)
     span("sample", "task", "worker", 2000, 0)
+    span("sample", "late:3", "latework", 6, 0)  # a tool registered late
 
     for typ, name, kind, count in (("signal", "ping", "instant", 7),
+                                   ("type_30", "ping", "instant", 2),
                                    ("node_create", "node", "node", 3),
                                    ("edge_create", "edge", "edge", 2)):
         r = row("sample", typ, name)
@@ -96,7 +98,7 @@ def main():
     if n(stray, "count") != 0 or n(stray, "unmatched_ends") != 1:
         fail("stray: count %s unmatched %s" % (stray["count"], stray["unmatched_ends"]))
 
-    spans = 1 + 3 + 10 + 4 + 2000
+    spans = 1 + 3 + 10 + 4 + 2000 + 6
     if only_sample:
         if any(r["stream"] != "sample" for r in rows):
             fail("stream filter ignored: %s" % sorted({r["stream"] for r in rows}))
@@ -104,7 +106,7 @@ def main():
         span("sample.other", "task", "elsewhere", 5, 2)
         spans += 5
     t = doc["totals"]
-    if t["spans"] != spans or t["instants"] != 7 or t["nodes"] != 3 or t["edges"] != 2:
+    if t["spans"] != spans or t["instants"] != 9 or t["nodes"] != 3 or t["edges"] != 2:
         fail("totals %s" % t)
     if t["unmatched_ends"] != 1 or t["dropped"] != 0:
         fail("totals %s" % t)

@@ -82,6 +82,24 @@ int main(int argc, char **argv) {
     xptiNotifySubscribers(stream, XPTI_TRACE_EDGE_CREATE, NULL, edge, (uint64_t)i, NULL);
   xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, stray, 1, NULL);
 
+  /* A tool registered after xptiInitialize (after 20 others that never
+   * notify): 6 pairs of its type 3.  A type that is neither predefined
+   * nor a tool's: 2 instants. */
+  char filler[16];
+  for (int i = 0; i < 20; ++i) {
+    snprintf(filler, sizeof filler, "filler%d", i);
+    xptiRegisterUserDefinedTracePoint(filler, XPTI_TRACE_POINT_BEGIN(1));
+  }
+  uint16_t late_begin = xptiRegisterUserDefinedTracePoint("late", XPTI_TRACE_POINT_BEGIN(3));
+  uint16_t late_end = xptiRegisterUserDefinedTracePoint("late", XPTI_TRACE_POINT_END(3));
+  xpti_trace_event_data_t *late = make_event("latework", __LINE__);
+  for (int i = 0; i < 6; ++i) {
+    xptiNotifySubscribers(stream, late_begin, NULL, late, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, late_end, NULL, late, (uint64_t)i, NULL);
+  }
+  for (int i = 0; i < 2; ++i)
+    xptiNotifySubscribers(stream, XPTI_TRACE_POINT_BEGIN(15), NULL, ping, (uint64_t)i, NULL);
+
   /* Two threads x 1000 empty worker tasks. */
   pthread_t threads[2];
   for (int i = 0; i < 2; ++i)

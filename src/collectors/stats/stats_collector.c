@@ -173,7 +173,30 @@ static const char *stats_intern_name(stats_thread_t *t, const char *name) {
   return copy;
 }
 
-static bool stats_type_is_point(uint16_t type) {
+/* Begin/end pairs: the predefined ones and every user-defined type of a
+ * tool (even = begin, odd = end). */
+static bool stats_type_is_pair(uint16_t type) {
+  if (type & XPTI_TRACE_USER_DEFINED)
+    return XPTI_TOOL_ID(type) != 0;
+  switch (type & ~1u) {
+  case XPTI_TRACE_REGION_BEGIN:
+  case XPTI_TRACE_TASK_BEGIN:
+  case XPTI_TRACE_BARRIER_BEGIN:
+  case XPTI_TRACE_LOCK_BEGIN:
+  case XPTI_TRACE_TRANSFER_BEGIN:
+  case XPTI_TRACE_THREAD_BEGIN:
+  case XPTI_TRACE_WAIT_BEGIN:
+  case XPTI_TRACE_FUNCTION_BEGIN:
+  case XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN:
+  case XPTI_TRACE_MEM_ALLOC_BEGIN:
+  case XPTI_TRACE_MEM_RELEASE_BEGIN:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool stats_type_is_known_point(uint16_t type) {
   switch (type) {
   case XPTI_TRACE_GRAPH_CREATE:
   case XPTI_TRACE_NODE_CREATE:
@@ -186,6 +209,10 @@ static bool stats_type_is_point(uint16_t type) {
     return false;
   }
 }
+
+/* Single points: the predefined ones, and any type that is neither a
+ * predefined type nor a tool's (counted, as "type_<value>"). */
+static bool stats_type_is_point(uint16_t type) { return !stats_type_is_pair(type); }
 
 static const char *stats_event_name(stats_thread_t *t, uint16_t type,
                                     const xpti_trace_event_data_t *event, const void *user_data) {
@@ -271,33 +298,14 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   stats_thread_unlock(t);
 }
 
-/* The callback has no stream argument: one small trampoline per stream id. */
-#define STATS_CB(a, b)                                                                        \
-  static void stats_cb_##a##b(uint16_t type, xpti_trace_event_data_t *parent,                \
-                              xpti_trace_event_data_t *event, uint64_t instance,             \
-                              const void *user_data) {                                        \
-    (void)parent;                                                                             \
-    (void)instance;                                                                           \
-    stats_record(0x##a##b, type, event, user_data);                                           \
-  }
-#define STATS_CB_ROW(a)                                                                       \
-  STATS_CB(a, 0) STATS_CB(a, 1) STATS_CB(a, 2) STATS_CB(a, 3) STATS_CB(a, 4) STATS_CB(a, 5)   \
-  STATS_CB(a, 6) STATS_CB(a, 7) STATS_CB(a, 8) STATS_CB(a, 9) STATS_CB(a, A) STATS_CB(a, B)   \
-  STATS_CB(a, C) STATS_CB(a, D) STATS_CB(a, E) STATS_CB(a, F)
-STATS_CB_ROW(0) STATS_CB_ROW(1) STATS_CB_ROW(2) STATS_CB_ROW(3) STATS_CB_ROW(4) STATS_CB_ROW(5)
-STATS_CB_ROW(6) STATS_CB_ROW(7) STATS_CB_ROW(8) STATS_CB_ROW(9) STATS_CB_ROW(A) STATS_CB_ROW(B)
-STATS_CB_ROW(C) STATS_CB_ROW(D) STATS_CB_ROW(E) STATS_CB_ROW(F)
-#define STATS_CB_REF(a, b) stats_cb_##a##b,
-#define STATS_CB_REF_ROW(a)                                                                   \
-  STATS_CB_REF(a, 0) STATS_CB_REF(a, 1) STATS_CB_REF(a, 2) STATS_CB_REF(a, 3)                 \
-  STATS_CB_REF(a, 4) STATS_CB_REF(a, 5) STATS_CB_REF(a, 6) STATS_CB_REF(a, 7)                 \
-  STATS_CB_REF(a, 8) STATS_CB_REF(a, 9) STATS_CB_REF(a, A) STATS_CB_REF(a, B)                 \
-  STATS_CB_REF(a, C) STATS_CB_REF(a, D) STATS_CB_REF(a, E) STATS_CB_REF(a, F)
-static const xpti_tracepoint_callback_api_t stats_callbacks[256] = {
-    STATS_CB_REF_ROW(0) STATS_CB_REF_ROW(1) STATS_CB_REF_ROW(2) STATS_CB_REF_ROW(3)
-    STATS_CB_REF_ROW(4) STATS_CB_REF_ROW(5) STATS_CB_REF_ROW(6) STATS_CB_REF_ROW(7)
-    STATS_CB_REF_ROW(8) STATS_CB_REF_ROW(9) STATS_CB_REF_ROW(A) STATS_CB_REF_ROW(B)
-    STATS_CB_REF_ROW(C) STATS_CB_REF_ROW(D) STATS_CB_REF_ROW(E) STATS_CB_REF_ROW(F)};
+/* The stream-wide callback: every type of the stream, with its id. */
+static void stats_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                         xpti_trace_event_data_t *event, uint64_t instance,
+                         const void *user_data) {
+  (void)parent;
+  (void)instance;
+  stats_record(stream, type, event, user_data);
+}
 
 /* ---- report -------------------------------------------------------------------- */
 
@@ -437,11 +445,15 @@ static const char *stats_kind(uint16_t type) {
 
 /* "task" for the task_begin/task_end pair; the point's own name otherwise. */
 static const char *stats_type_label(uint16_t type, char *buf, size_t len) {
-  xpt_trace_type_name(type, buf, len);
-  if (!stats_type_is_point(type)) {
+  if (stats_type_is_pair(type)) {
+    xpt_trace_type_name(type, buf, len);
     size_t n = strlen(buf);
     if (n > 6 && strcmp(buf + n - 6, "_begin") == 0)
       buf[n - 6] = '\0';
+  } else if (stats_type_is_known_point(type)) {
+    xpt_trace_type_name(type, buf, len);
+  } else {
+    snprintf(buf, len, "type_%u", (unsigned)type);
   }
   return buf;
 }
@@ -775,19 +787,6 @@ static void stats_flush(void *ctx, enum xpt_flush_reason reason) {
 
 /* ---- subscriber entry points ----------------------------------------------- */
 
-static const uint16_t stats_trace_types[] = {
-    XPTI_TRACE_GRAPH_CREATE,  XPTI_TRACE_NODE_CREATE,    XPTI_TRACE_EDGE_CREATE,
-    XPTI_TRACE_REGION_BEGIN,  XPTI_TRACE_REGION_END,     XPTI_TRACE_TASK_BEGIN,
-    XPTI_TRACE_TASK_END,      XPTI_TRACE_BARRIER_BEGIN,  XPTI_TRACE_BARRIER_END,
-    XPTI_TRACE_LOCK_BEGIN,    XPTI_TRACE_LOCK_END,       XPTI_TRACE_SIGNAL,
-    XPTI_TRACE_TRANSFER_BEGIN, XPTI_TRACE_TRANSFER_END,  XPTI_TRACE_THREAD_BEGIN,
-    XPTI_TRACE_THREAD_END,    XPTI_TRACE_WAIT_BEGIN,     XPTI_TRACE_WAIT_END,
-    XPTI_TRACE_FUNCTION_BEGIN, XPTI_TRACE_FUNCTION_END,  XPTI_TRACE_METADATA,
-    XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, XPTI_TRACE_FUNCTION_WITH_ARGS_END,
-    XPTI_TRACE_MEM_ALLOC_BEGIN, XPTI_TRACE_MEM_ALLOC_END, XPTI_TRACE_MEM_RELEASE_BEGIN,
-    XPTI_TRACE_MEM_RELEASE_END, XPTI_TRACE_DIAGNOSTICS,
-};
-
 static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
 static void stats_setup(void) { xpt_register_flush(stats_flush, NULL); }
 
@@ -802,17 +801,14 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream == XPTI_INVALID_STREAM_ID)
     return;
-  xpti_tracepoint_callback_api_t cb = stats_callbacks[stream];
-  for (size_t i = 0; i < sizeof stats_trace_types / sizeof stats_trace_types[0]; ++i)
-    xptiRegisterCallback(stream, stats_trace_types[i], cb);
-  /* User-defined types of the tools known now (registered before this
-   * stream was initialised). */
-  for (unsigned tool = 1; tool < 256; ++tool) {
-    if (!xptiLookupToolName((uint8_t)tool))
-      continue;
-    for (unsigned n = 0; n < 128; ++n)
-      xptiRegisterCallback(stream, (uint16_t)((tool << 8) | 0x80 | n), cb);
-  }
+  /* Every type, user-defined ones of tools registered at any time
+   * included.  DUPLICATE/UNDELETE: a stream initialised again. */
+  static _Atomic bool said;
+  xpti_result_t r = xptiRegisterStreamCallback(stream, stats_notify);
+  if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
+      !atomic_exchange(&said, true))
+    fprintf(stderr, "xpti: stats collector cannot register for stream '%s': 0x%x\n", stream_name,
+            (unsigned)r);
 }
 
 XPTI_CALLBACK_API void xptiTraceFinish(const char *stream_name) { (void)stream_name; }
