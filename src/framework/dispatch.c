@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "internal.h"
 
@@ -129,10 +128,10 @@ static void finish_pending_streams(void);
 
 static void framework_init_once(void) {
   const char *enable = getenv("XPTI_TRACE_ENABLE");
-  if (enable && (!strcmp(enable, "0") || !strcasecmp(enable, "false"))) {
+  if (enable && (!strcmp(enable, "0") || !strcmp(enable, "false"))) {
     g.env_disabled = true;
-  } else if (enable && strcmp(enable, "1") && strcasecmp(enable, "true")) {
-    report_once(NULL, "xpti: XPTI_TRACE_ENABLE='%s' is not 1, true, 0 or false; tracing disabled",
+  } else if (enable && strcmp(enable, "1") && strcmp(enable, "true")) {
+    report_once(NULL, "xpti: XPTI_TRACE_ENABLE='%s' is not 1/true/0/false; tracing disabled",
                 enable);
     g.env_disabled = true;
   }
