@@ -65,6 +65,22 @@ typedef enum xpt_cl_callback_site_t { XPT_CL_PROLOGUE = 0, XPT_CL_EPILOGUE = 1 }
 #define XPT_CL_COMMA() ,
 #define XPT_CL_SEMI() ;
 #define XPT_CL_PTR_MEMBER(type, name) type *p_##name
+/* A member for the params struct of a function without arguments. */
+#define XPT_CL_PLACEHOLDER_0 char no_arguments_;
+#define XPT_CL_PLACEHOLDER_1
+#define XPT_CL_PLACEHOLDER_2
+#define XPT_CL_PLACEHOLDER_3
+#define XPT_CL_PLACEHOLDER_4
+#define XPT_CL_PLACEHOLDER_5
+#define XPT_CL_PLACEHOLDER_6
+#define XPT_CL_PLACEHOLDER_7
+#define XPT_CL_PLACEHOLDER_8
+#define XPT_CL_PLACEHOLDER_9
+#define XPT_CL_PLACEHOLDER_10
+#define XPT_CL_PLACEHOLDER_11
+#define XPT_CL_PLACEHOLDER_12
+#define XPT_CL_PLACEHOLDER_13
+#define XPT_CL_PLACEHOLDER_14
 #define XPT_CL_DECL(type, name) type name
 #define XPT_CL_NAME(type, name) name
 #define XPT_CL_ADDR(type, name) &name
@@ -91,7 +107,7 @@ typedef enum xpt_cl_function_id_t {
 #define XPT_CL_FN(ret, name, n, ...)                                                         \
   typedef struct xpt_cl_##name##_params_t {                                                 \
     XPT_CL_ARGS(n, XPT_CL_PTR_MEMBER, XPT_CL_SEMI, ##__VA_ARGS__);                           \
-    char no_arguments_[n == 0];                                                             \
+    XPT_CL_PLACEHOLDER_##n                                                                  \
   } xpt_cl_##name##_params_t;                                                               \
   typedef void (*xpt_cl_##name##_cb_t)(xpt_cl_##name##_params_t * params, ret * result,     \
                                        void *user_data, void **instance_user_data,          \
@@ -99,7 +115,7 @@ typedef enum xpt_cl_function_id_t {
 #define XPT_CL_FN_VOID(name, n, ...)                                                         \
   typedef struct xpt_cl_##name##_params_t {                                                 \
     XPT_CL_ARGS(n, XPT_CL_PTR_MEMBER, XPT_CL_SEMI, ##__VA_ARGS__);                           \
-    char no_arguments_[n == 0];                                                             \
+    XPT_CL_PLACEHOLDER_##n                                                                  \
   } xpt_cl_##name##_params_t;                                                               \
   typedef void (*xpt_cl_##name##_cb_t)(xpt_cl_##name##_params_t * params, void *result,     \
                                        void *user_data, void **instance_user_data,          \

@@ -270,10 +270,13 @@ bool xpt_tracer_begin(xpt_tracer_domain_t *d, xpt_tracer_call_t *call, uint32_t 
   mask &= atomic_load_explicit(&d->enabled_mask, memory_order_seq_cst);
   atomic_store_explicit(&self->pinned, mask, memory_order_relaxed);
 
+  /* Locals, not call->: the callbacks are opaque calls that could alias
+   * the call record, so every store through it would be repeated. */
   uint32_t n = d->fn_count;
+  uint32_t active = 0;
+  uint64_t correlation_id = (self->thread_no << 40) | ++self->sequence;
   call->fn = fn;
-  call->correlation_id = (self->thread_no << 40) | ++self->sequence;
-  call->active = 0;
+  call->correlation_id = correlation_id;
   self->depth++;
   for (uint32_t m = mask; m; m &= m - 1) {
     uint32_t i = (uint32_t)__builtin_ctz(m);
@@ -282,33 +285,31 @@ bool xpt_tracer_begin(xpt_tracer_domain_t *d, xpt_tracer_call_t *call, uint32_t 
       continue;
     xpt_tracer_fn_t pro = atomic_load_explicit(&t->callbacks[fn], memory_order_relaxed);
     xpt_tracer_fn_t epi = atomic_load_explicit(&t->callbacks[n + fn], memory_order_relaxed);
+    void *user_data = t->user_data;
     call->instance[i] = NULL;
     if (pro)
-      pro(params, NULL, t->user_data, &call->instance[i], call->correlation_id);
+      pro(params, NULL, user_data, &call->instance[i], correlation_id);
     if (epi) {
       call->epilogue[i] = epi;
-      call->user_data[i] = t->user_data;
-      call->active |= 1u << i;
+      call->user_data[i] = user_data;
+      active |= 1u << i;
     }
   }
   self->depth--;
-  if (!call->active) {
-    atomic_store_explicit(&self->pinned, 0, memory_order_release);
-    return false;
-  }
-  /* Keep only the tracers whose epilogue is still to run pinned. */
-  atomic_store_explicit(&self->pinned, call->active, memory_order_relaxed);
-  return true;
+  call->active = active;
+  /* Keep pinned only the tracers whose epilogue is still to run. */
+  atomic_store_explicit(&self->pinned, active, memory_order_release);
+  return active != 0;
 }
 
 void xpt_tracer_end(xpt_tracer_call_t *call, void *params, void *result) {
   tracer_thread_t *self = &tracer_self;
+  uint64_t correlation_id = call->correlation_id;
   self->depth++;
   for (uint32_t m = call->active; m;) {
     uint32_t i = 31u - (uint32_t)__builtin_clz(m);
     m &= ~(1u << i);
-    call->epilogue[i](params, result, call->user_data[i], &call->instance[i],
-                      call->correlation_id);
+    call->epilogue[i](params, result, call->user_data[i], &call->instance[i], correlation_id);
   }
   self->depth--;
   atomic_store_explicit(&self->pinned, 0, memory_order_release);

@@ -48,8 +48,8 @@ static const char *const layer_function_names[XPT_CL_FN_COUNT] = {
 
 /* Something beyond a plain pass-through is needed for this function. */
 #define LAYER_HOOKED(id)                                                                   \
-  __builtin_expect(xpt_tracer_any(&layer_domain) | layer_api_on |                         \
-                       (layer_graph_fn(id) && layer_graph_on),                            \
+  __builtin_expect((int)xpt_tracer_any(&layer_domain) | (int)layer_api_on |               \
+                       (int)(layer_graph_fn(id) && layer_graph_on),                       \
                    0)
 
 static inline void layer_notify(uint16_t type, xpt_cl_api_call_t *data) {
@@ -58,24 +58,29 @@ static inline void layer_notify(uint16_t type, xpt_cl_api_call_t *data) {
 }
 
 /* The slow path: tracers, XPTI and graph around the real call.  The graph
- * step sees the arguments after the prologues changed them. */
+ * step sees the arguments after the prologues changed them.  With tracers
+ * only (the common tool case) the XPTI and graph work is skipped whole. */
 #define LAYER_TRACED_BODY(id, name, result_ptr, call_expr)                                  \
   xpt_tracer_call_t call;                                                                   \
   call.correlation_id = 0;                                                                  \
   bool epilogues = xpt_tracer_begin(&layer_domain, &call, id, &params);                      \
-  xpt_cl_api_call_t data = {id, #name, &params, NULL, call.correlation_id};                  \
-  if (layer_api_on && !data.correlation_id)                                                 \
-    data.correlation_id = xpt_tracer_next_correlation_id();                                 \
-  layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data);                                 \
-  graph_call_t graph;                                                                       \
-  graph.active = false;                                                                     \
-  if (layer_graph_fn(id) && layer_graph_on)                                                 \
-    graph_before(id, &params, &graph, __builtin_return_address(0));                        \
-  call_expr;                                                                                \
-  if (graph.active)                                                                         \
-    graph_after(id, &params, result_ptr, &graph);                                           \
-  data.return_value = result_ptr;                                                           \
-  layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_END, &data);                                   \
+  if (__builtin_expect((int)layer_api_on | (int)(layer_graph_fn(id) && layer_graph_on), 0)) { \
+    xpt_cl_api_call_t data = {id, #name, &params, NULL, call.correlation_id};                \
+    if (layer_api_on && !data.correlation_id)                                               \
+      data.correlation_id = xpt_tracer_next_correlation_id();                               \
+    layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data);                               \
+    graph_call_t graph;                                                                     \
+    graph.active = false;                                                                   \
+    if (layer_graph_fn(id) && layer_graph_on)                                               \
+      graph_before(id, &params, &graph, __builtin_return_address(0));                       \
+    call_expr;                                                                              \
+    if (graph.active)                                                                       \
+      graph_after(id, &params, result_ptr, &graph);                                         \
+    data.return_value = result_ptr;                                                         \
+    layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_END, &data);                                 \
+  } else {                                                                                  \
+    call_expr;                                                                              \
+  }                                                                                         \
   if (epilogues)                                                                            \
     xpt_tracer_end(&call, &params, result_ptr);
 
