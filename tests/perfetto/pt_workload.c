@@ -2,6 +2,8 @@
  * of slices, instants and graph records per mode, then one way to end.
  *   pt_workload basic|finalize|exit-thread|sigterm|segv|fork
  *   pt_workload threads <nthreads> <pairs per thread>
+ *   pt_workload user-late: USER_COUNT slices of a user-defined type whose
+ *     tool is registered after xptiInitialize (nothing else).
  * Every mode records:  main thread: TASK_COUNT task slices (with an
  * event), NAMED_COUNT function slices with a NULL event (name in
  * user_data), INSTANT_COUNT signal instants, and a graph of 3 nodes and
@@ -20,6 +22,7 @@
 #define TASK_COUNT 100
 #define NAMED_COUNT 50
 #define INSTANT_COUNT 10
+#define USER_COUNT 30
 
 static uint8_t stream;
 
@@ -73,6 +76,24 @@ static void record_basic(void) {
   }
 }
 
+/* A tool and its types that exist only after the stream is initialised. */
+static int record_user_late(void) {
+  uint16_t begin = xptiRegisterUserDefinedTracePoint("pt_late_tool", 2);
+  uint16_t end = xptiRegisterUserDefinedTracePoint("pt_late_tool", 3);
+  if (!(begin & XPTI_TRACE_USER_DEFINED) || end != (begin | 1)) {
+    fprintf(stderr, "pt_workload: user-defined types 0x%x 0x%x\n", begin, end);
+    return 3;
+  }
+  xpti_payload_t p = xpti_payload_make("late_user", "pt_workload.c", 100, 1, NULL);
+  xpti_trace_event_data_t *ev =
+      xptiMakeEvent("late_user", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  for (int i = 0; i < USER_COUNT; i++) {
+    xptiNotifySubscribers(stream, begin, NULL, ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, end, NULL, ev, (uint64_t)i, NULL);
+  }
+  return 0;
+}
+
 /* ---- threads ---------------------------------------------------------- */
 
 static pthread_barrier_t barrier;
@@ -119,6 +140,8 @@ int main(int argc, char **argv) {
   stream = xptiRegisterStream("pt.test");
   if (!strcmp(mode, "threads"))
     return run_threads(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "user-late"))
+    return record_user_late();
   if (!strcmp(mode, "exit-thread")) {
     pthread_t th;
     pthread_create(&th, NULL, exit_thread_main, NULL);

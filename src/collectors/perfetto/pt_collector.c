@@ -85,30 +85,14 @@ static inline void pt_record(uint8_t stream, uint16_t type, const xpti_trace_eve
   atomic_store_explicit(&c->committed, (uint32_t)(t->pos - c->data), memory_order_release);
 }
 
-/* The callback gets no stream id, so each stream gets its own trampoline. */
-#define PT_CB(hi, lo)                                                                          \
-  static void pt_cb_##hi##lo(uint16_t type, xpti_trace_event_data_t *parent,                   \
-                             xpti_trace_event_data_t *event, uint64_t instance,                \
-                             const void *user_data) {                                          \
-    (void)parent;                                                                              \
-    pt_record(0x##hi##lo, type, event, instance, user_data);                                   \
-  }
-#define PT_CB16(hi)                                                                            \
-  PT_CB(hi, 0) PT_CB(hi, 1) PT_CB(hi, 2) PT_CB(hi, 3) PT_CB(hi, 4) PT_CB(hi, 5) PT_CB(hi, 6)   \
-  PT_CB(hi, 7) PT_CB(hi, 8) PT_CB(hi, 9) PT_CB(hi, a) PT_CB(hi, b) PT_CB(hi, c) PT_CB(hi, d)   \
-  PT_CB(hi, e) PT_CB(hi, f)
-PT_CB16(0) PT_CB16(1) PT_CB16(2) PT_CB16(3) PT_CB16(4) PT_CB16(5) PT_CB16(6) PT_CB16(7)
-PT_CB16(8) PT_CB16(9) PT_CB16(a) PT_CB16(b) PT_CB16(c) PT_CB16(d) PT_CB16(e) PT_CB16(f)
-#define PT_CBREF(hi, lo) pt_cb_##hi##lo,
-#define PT_CBREF16(hi)                                                                         \
-  PT_CBREF(hi, 0) PT_CBREF(hi, 1) PT_CBREF(hi, 2) PT_CBREF(hi, 3) PT_CBREF(hi, 4)              \
-  PT_CBREF(hi, 5) PT_CBREF(hi, 6) PT_CBREF(hi, 7) PT_CBREF(hi, 8) PT_CBREF(hi, 9)              \
-  PT_CBREF(hi, a) PT_CBREF(hi, b) PT_CBREF(hi, c) PT_CBREF(hi, d) PT_CBREF(hi, e)              \
-  PT_CBREF(hi, f)
-static const xpti_tracepoint_callback_api_t pt_callbacks[256] = {
-    PT_CBREF16(0) PT_CBREF16(1) PT_CBREF16(2) PT_CBREF16(3) PT_CBREF16(4) PT_CBREF16(5)
-    PT_CBREF16(6) PT_CBREF16(7) PT_CBREF16(8) PT_CBREF16(9) PT_CBREF16(a) PT_CBREF16(b)
-    PT_CBREF16(c) PT_CBREF16(d) PT_CBREF16(e) PT_CBREF16(f)};
+/* One callback per stream receives every trace type, user-defined ones
+ * registered at any time included. */
+static void pt_stream_cb(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                         xpti_trace_event_data_t *event, uint64_t instance,
+                         const void *user_data) {
+  (void)parent;
+  pt_record(stream, type, event, instance, user_data);
+}
 
 /* ---- the slow paths of recording --------------------------------------- */
 
@@ -524,23 +508,6 @@ static void pt_setup(void) {
   xpt_register_flush(pt_flush, NULL);
 }
 
-static const uint16_t pt_known_types[] = {
-    XPTI_TRACE_GRAPH_CREATE,     XPTI_TRACE_NODE_CREATE,
-    XPTI_TRACE_EDGE_CREATE,      XPTI_TRACE_REGION_BEGIN,
-    XPTI_TRACE_REGION_END,       XPTI_TRACE_TASK_BEGIN,
-    XPTI_TRACE_TASK_END,         XPTI_TRACE_BARRIER_BEGIN,
-    XPTI_TRACE_BARRIER_END,      XPTI_TRACE_LOCK_BEGIN,
-    XPTI_TRACE_LOCK_END,         XPTI_TRACE_SIGNAL,
-    XPTI_TRACE_TRANSFER_BEGIN,   XPTI_TRACE_TRANSFER_END,
-    XPTI_TRACE_THREAD_BEGIN,     XPTI_TRACE_THREAD_END,
-    XPTI_TRACE_WAIT_BEGIN,       XPTI_TRACE_WAIT_END,
-    XPTI_TRACE_FUNCTION_BEGIN,   XPTI_TRACE_FUNCTION_END,
-    XPTI_TRACE_METADATA,         XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN,
-    XPTI_TRACE_FUNCTION_WITH_ARGS_END, XPTI_TRACE_MEM_ALLOC_BEGIN,
-    XPTI_TRACE_MEM_ALLOC_END,    XPTI_TRACE_MEM_RELEASE_BEGIN,
-    XPTI_TRACE_MEM_RELEASE_END,  XPTI_TRACE_DIAGNOSTICS,
-};
-
 static pthread_mutex_t pt_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t pt_stream_on[256];
 static unsigned pt_live_streams;
@@ -565,14 +532,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   pthread_mutex_unlock(&pt_streams_lock);
   if (!fresh)
     return;
-  for (size_t i = 0; i < sizeof pt_known_types / sizeof pt_known_types[0]; i++)
-    xptiRegisterCallback(id, pt_known_types[i], pt_callbacks[id]);
-  /* User-defined types of the tools known so far. */
-  for (unsigned tool = 1; tool < 256; tool++)
-    if (xptiLookupToolName((uint8_t)tool))
-      for (unsigned n = 0; n < 128; n++)
-        xptiRegisterCallback(id, (uint16_t)(XPTI_PACK_TOOL_ID(tool) | XPTI_USER_DEFINED(n)),
-                             pt_callbacks[id]);
+  xptiRegisterStreamCallback(id, pt_stream_cb);
   pt_writer_start();
 }
 
