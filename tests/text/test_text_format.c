@@ -90,6 +90,9 @@ int main(void) {
   CHECK(xptiInitialize("fmt", 2, 5, "2.5.0") == XPTI_RESULT_SUCCESS);
   CHECK(xptiInitialize("odd name", 1, 0, NULL) == XPTI_RESULT_SUCCESS);
   uint8_t s = xptiRegisterStream("fmt");
+  /* a stream initialised twice: two init lines, one line per notification */
+  CHECK(xptiInitialize("again", 1, 0, "1") == XPTI_RESULT_SUCCESS);
+  CHECK(xptiInitialize("again", 1, 0, "1") == XPTI_RESULT_SUCCESS);
 
   /* every metadata type */
   xpti_payload_t p = xpti_payload_make("all \"types\"", "dir/fmt file.c", 7, 3, NULL);
@@ -165,6 +168,9 @@ int main(void) {
   CHECK(xptiNotifySubscribers(s, XPTI_TRACE_POINT_BEGIN(15), NULL, aev, 5, NULL) ==
         XPTI_RESULT_SUCCESS);
 
+  CHECK(xptiNotifySubscribers(xptiRegisterStream("again"), XPTI_TRACE_SIGNAL, NULL, aev, 7,
+                              NULL) == XPTI_RESULT_SUCCESS);
+
   /* a line longer than the limit is cut, not dropped */
   static char big[6000];
   memset(big, 'x', sizeof big - 1);
@@ -205,6 +211,8 @@ int main(void) {
     expect("fmt late%d:user%d_begin <unnamed> uid=%" PRIu64 " instance=%d src=- source=11 "
            "target=12", t, t + 10, auid, t);
   expect("fmt type30 <unnamed> uid=%" PRIu64 " instance=5 src=- source=11 target=12", auid);
+  CHECK(count_lines(prefix, "again xptiTraceInit major=1 minor=0 version=\"1\"") == 2);
+  expect("again signal <unnamed> uid=%" PRIu64 " instance=7 src=- source=11 target=12", auid);
   expect("fmt xptiTraceFinish");
   expect("odd\\x20name xptiTraceFinish");
 
@@ -225,11 +233,12 @@ int main(void) {
   expect("fmt barrier_begin <unnamed> uid=%" PRIu64 " instance=99 src=- source=11 target=12",
          auid);
 
-  /* nothing else: 2 inits + 3 + 20 + 40 + 1 + big + child + 2 finishes */
+  /* nothing else: 4 inits + 3 + 20 + 40 + 1 + again + big + child + 2 finishes
+   * ("again" is never finalised) */
   int lines = 0;
   for (char *c = output; *c; c++)
     lines += *c == '\n';
-  CHECK(lines == 70);
+  CHECK(lines == 73);
   if (failures)
     fprintf(stderr, "---- output ----\n%s", output);
   return failures ? 1 : 0;
