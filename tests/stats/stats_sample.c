@@ -35,6 +35,7 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   xptiInitialize("sample", 1, 0, "1.0");
   xptiInitialize("sample.other", 1, 0, "1.0");
+  xptiInitialize("sample", 1, 0, "1.0"); /* again: nothing may count twice */
   stream = xptiRegisterStream("sample");
   uint8_t other = xptiRegisterStream("sample.other");
 
