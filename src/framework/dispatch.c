@@ -34,7 +34,6 @@ typedef struct cb_page {
 
 typedef struct stream {
   _Atomic(cb_list_t *) every; /* xptiRegisterStreamCallback: every trace type */
-  _Atomic(cb_page_t *) page[256];
   _Atomic(const char *) name; /* string table copy; NULL = not registered */
   _Atomic uint32_t active;    /* active callbacks on the stream */
   _Atomic uint32_t initialized, finalized;
@@ -46,6 +45,11 @@ typedef struct subscriber {
   xpti_trace_init_fn_t init;
   xpti_trace_finish_fn_t finish;
 } subscriber_t;
+
+/* Per (stream, high byte of trace type): a power-of-two grid, so that
+ * notification finds its page with a shift and one load.  512 KiB of
+ * zeroed memory that the kernel maps only where used. */
+static _Atomic(cb_page_t *) g_page[256][256];
 
 static struct {
   _Atomic bool enabled; /* the answer of xptiTraceEnabled */
@@ -230,7 +234,7 @@ XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream) {
 /* ---- callbacks -------------------------------------------------------- */
 
 static cb_list_t *list_of(uint8_t stream, uint16_t type) {
-  cb_page_t *page = atomic_load_explicit(&g.stream[stream].page[type >> 8], memory_order_acquire);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][type >> 8], memory_order_acquire);
   return page ? atomic_load_explicit(&page->list[type & 0xff], memory_order_acquire) : NULL;
 }
 
@@ -307,9 +311,9 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trac
   stream_t *s = &g.stream[stream];
   xpti_result_t r = XPTI_RESULT_FAIL;
   pthread_mutex_lock(&g.lock);
-  cb_page_t *page = atomic_load_explicit(&s->page[trace_type >> 8], memory_order_relaxed);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_relaxed);
   if (!page && (page = xcalloc(1, sizeof *page)) != NULL)
-    atomic_store_explicit(&s->page[trace_type >> 8], page, memory_order_release);
+    atomic_store_explicit(&g_page[stream][trace_type >> 8], page, memory_order_release);
   if (page)
     r = list_register(s, &page->list[trace_type & 0xff], (any_fn_t)cb);
   pthread_mutex_unlock(&g.lock);
@@ -368,7 +372,7 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
   pthread_mutex_lock(&g.lock);
   list_deactivate_all(s, atomic_load_explicit(&s->every, memory_order_relaxed));
   for (int hi = 0; hi < 256; hi++) {
-    cb_page_t *page = atomic_load_explicit(&s->page[hi], memory_order_relaxed);
+    cb_page_t *page = atomic_load_explicit(&g_page[id][hi], memory_order_relaxed);
     for (int lo = 0; page && lo < 256; lo++)
       list_deactivate_all(s, atomic_load_explicit(&page->list[lo], memory_order_relaxed));
   }
@@ -604,7 +608,7 @@ XPTI_EXPORT_API void xptiReset(void) {
   for (int i = 0; i < 256; i++) {
     stream_t *s = &g.stream[i];
     for (int hi = 0; hi < 256; hi++) {
-      cb_page_t *page = atomic_exchange(&s->page[hi], NULL);
+      cb_page_t *page = atomic_exchange(&g_page[i][hi], NULL);
       if (page)
         retire(page); /* lists inside stay reachable only through it */
     }
