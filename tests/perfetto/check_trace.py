@@ -9,7 +9,9 @@ Expectations (all optional): --slices N (matched begin/end slices),
 --flows N (complete flow arrows), --min-dropped N, --total N (records:
 slice begins + ends + instants + graph + dropped must equal N; implies
 that unmatched begins/ends are allowed because drops cut slices),
---name NAME=COUNT (slices or instants with that name), --threads N.
+--name NAME=COUNT (slices or instants with that name), --threads N,
+--clock-samples N (instants named "clock <ns>": each lies between its own
+<ns> and the next one's, within 100 us: the TSC-to-ns conversion).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -82,6 +84,7 @@ class Summary:
         self.dropped = 0
         self.names = {}
         self.threads = set()
+        self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -216,6 +219,8 @@ def check_proto(proto_file, trace, args):
                     if one(a, "name") == "dropped":
                         s.dropped = max(s.dropped, one(a, "uint_value", 0))
                 continue
+            if name.startswith("clock "):
+                s.clock.append((int(name[6:]), ts))
             if one(tracks[track], "name") == "graph":
                 s.nodes += 1
             else:
@@ -276,6 +281,8 @@ def check_json(trace, args):
                 continue
             s.instants += 1
             s.name(e["name"])
+            if e["name"].startswith("clock "):
+                s.clock.append((int(e["name"][6:]), round(ts * 1000)))
         elif ph == "X":
             s.nodes += 1
             s.name(e["name"])
@@ -293,11 +300,25 @@ def check_json(trace, args):
     return s
 
 
+def check_clock(samples, want):
+    if len(samples) != want:
+        fail("expected %d clock samples, found %d" % (want, len(samples)))
+    samples.sort()
+    tol = 100000
+    for i, (sent, got) in enumerate(samples):
+        upper = samples[i + 1][0] if i + 1 < len(samples) else None
+        if got < sent - tol or (upper is not None and got > upper + tol):
+            fail("clock sample %d: sent at %d ns, recorded at %d ns (next sent at %s)" %
+                 (i, sent, got, upper))
+    print("check_trace: %d clock samples within 100 us" % want)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("format", choices=["proto", "json"])
     ap.add_argument("files", nargs="+")
-    for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads"):
+    for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads",
+                "clock_samples"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--name", action="append", default=[])
     a = ap.parse_args()
@@ -324,6 +345,8 @@ def main():
         got = s.begins + s.ends + s.instants + s.nodes + s.dropped
         if got != a.total:
             fail("recorded + dropped = %d, expected %d" % (got, a.total))
+    if a.clock_samples is not None:
+        check_clock(s.clock, a.clock_samples)
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

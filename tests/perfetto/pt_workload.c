@@ -4,6 +4,8 @@
  *   pt_workload threads <nthreads> <pairs per thread>
  *   pt_workload user-late: USER_COUNT slices of a user-defined type whose
  *     tool is registered after xptiInitialize (nothing else).
+ *   pt_workload clock: CLOCK_SAMPLES instants named "clock <ns>", <ns> read
+ *     from CLOCK_MONOTONIC just before the notification (nothing else).
  * Every mode records:  main thread: TASK_COUNT task slices (with an
  * event), NAMED_COUNT function slices with a NULL event (name in
  * user_data), INSTANT_COUNT signal instants, and a graph of 3 nodes and
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xpti/xpti_trace_framework.h"
@@ -23,6 +26,7 @@
 #define NAMED_COUNT 50
 #define INSTANT_COUNT 10
 #define USER_COUNT 30
+#define CLOCK_SAMPLES 30
 
 static uint8_t stream;
 
@@ -94,6 +98,20 @@ static int record_user_late(void) {
   return 0;
 }
 
+/* Instants whose names carry the time they were sent, some ms apart. */
+static int record_clock(void) {
+  for (int i = 0; i < CLOCK_SAMPLES; i++) {
+    struct timespec now, pause_for = {0, 3000000};
+    char name[64];
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    snprintf(name, sizeof name, "clock %lld",
+             (long long)now.tv_sec * 1000000000ll + (long long)now.tv_nsec);
+    xptiNotifySubscribers(stream, XPTI_TRACE_DIAGNOSTICS, NULL, NULL, (uint64_t)i, name);
+    nanosleep(&pause_for, NULL);
+  }
+  return 0;
+}
+
 /* ---- threads ---------------------------------------------------------- */
 
 static pthread_barrier_t barrier;
@@ -140,6 +158,8 @@ int main(int argc, char **argv) {
   stream = xptiRegisterStream("pt.test");
   if (!strcmp(mode, "threads"))
     return run_threads(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "clock"))
+    return record_clock();
   if (!strcmp(mode, "user-late"))
     return record_user_late();
   if (!strcmp(mode, "exit-thread")) {

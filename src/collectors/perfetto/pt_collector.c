@@ -31,6 +31,9 @@ static _Atomic uint32_t pt_thread_count;
 static _Atomic uint64_t pt_dropped_global; /* no thread state could be made */
 static pthread_key_t pt_key;
 static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+/* Two small initial-exec TLS pointers (PERF.md): the current chunk, read
+ * by the hot path, and the thread's state, read by the slow paths. */
+static __thread struct pt_chunk *pt_tls_chunk __attribute__((tls_model("initial-exec")));
 static __thread struct pt_thread *pt_tls __attribute__((tls_model("initial-exec")));
 
 /* ---- the hot path ------------------------------------------------------ */
@@ -42,7 +45,7 @@ static inline uint64_t pt_now(void) {
 }
 
 static void pt_writer_wake(void);
-static bool pt_next_chunk(struct pt_thread *t, uint32_t need);
+static bool pt_next_chunk(struct pt_thread *t);
 static struct pt_thread *pt_thread_new(void);
 
 /* With a NULL event, function_begin and diagnostics pass a name string. */
@@ -50,10 +53,13 @@ static inline bool pt_user_data_is_name(uint16_t type) {
   return type == XPTI_TRACE_FUNCTION_BEGIN || type == XPTI_TRACE_DIAGNOSTICS;
 }
 
-static inline void pt_record(uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
-                             uint64_t instance, const void *user_data) {
+/* Everything but the common case: no thread state or chunk yet, a full
+ * chunk, a NULL event (maybe with an inline name). */
+static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, uint16_t type,
+                                                     const xpti_trace_event_data_t *event,
+                                                     uint64_t instance, const void *user_data) {
   struct pt_thread *t = pt_tls;
-  if (__builtin_expect(t == NULL, 0)) {
+  if (!t) {
     t = pt_thread_new();
     if (!t) {
       atomic_fetch_add_explicit(&pt_dropped_global, 1, memory_order_relaxed);
@@ -61,15 +67,21 @@ static inline void pt_record(uint8_t stream, uint16_t type, const xpti_trace_eve
     }
   }
   uint32_t name_len = 0;
-  if (__builtin_expect(event == NULL, 0) && user_data && pt_user_data_is_name(type))
+  if (event == NULL && user_data && pt_user_data_is_name(type))
     name_len = (uint32_t)strnlen((const char *)user_data, PT_NAME_MAX);
   uint32_t size = pt_rec_size(name_len);
-  uint64_t ts = pt_now();
-  if (__builtin_expect((size_t)(t->end - t->pos) < size, 0) && !pt_next_chunk(t, size)) {
-    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-    return;
+  uint64_t ts = tsc ? pt_ticks() : pt_now();
+  struct pt_chunk *c = t->cur;
+  uint32_t off = c ? atomic_load_explicit(&c->committed, memory_order_relaxed) : 0;
+  if (!c || c->cap - off < size) {
+    if (!pt_next_chunk(t)) {
+      atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+      return;
+    }
+    c = t->cur;
+    off = 0;
   }
-  struct pt_rec *r = (struct pt_rec *)t->pos;
+  struct pt_rec *r = (struct pt_rec *)(c->data + off);
   r->ts = ts;
   r->event = event;
   r->instance = instance;
@@ -79,27 +91,55 @@ static inline void pt_record(uint8_t stream, uint16_t type, const xpti_trace_eve
   r->name_len = name_len;
   if (name_len)
     memcpy(r + 1, user_data, name_len);
-  t->pos += size;
-  struct pt_chunk *c = t->cur;
-  c->nrec++;
-  atomic_store_explicit(&c->committed, (uint32_t)(t->pos - c->data), memory_order_release);
+  atomic_store_explicit(&c->committed, off + size, memory_order_release);
+}
+
+/* The common case: one TLS load, a bounds check, the timestamp, four
+ * stores of the record and the release store that publishes it. */
+static inline __attribute__((always_inline)) void
+pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
+          uint64_t instance, const void *user_data) {
+  struct pt_chunk *c = pt_tls_chunk;
+  if (__builtin_expect(c != NULL && event != NULL, 1)) {
+    uint32_t off = atomic_load_explicit(&c->committed, memory_order_relaxed);
+    if (__builtin_expect(off <= c->cap - (uint32_t)sizeof(struct pt_rec), 1)) {
+      struct pt_rec *r = (struct pt_rec *)(c->data + off);
+      r->ts = tsc ? pt_ticks() : pt_now();
+      r->event = event;
+      r->instance = instance;
+      r->word = pt_rec_word(type, stream, 0);
+      atomic_store_explicit(&c->committed, off + (uint32_t)sizeof(struct pt_rec),
+                            memory_order_release);
+      return;
+    }
+  }
+  pt_record_slow(tsc, stream, type, event, instance, user_data);
 }
 
 /* One callback per stream receives every trace type, user-defined ones
- * registered at any time included. */
-static void pt_stream_cb(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
-                         xpti_trace_event_data_t *event, uint64_t instance,
-                         const void *user_data) {
+ * registered at any time included; the clock is chosen at registration. */
+static void pt_stream_cb_tsc(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                             xpti_trace_event_data_t *event, uint64_t instance,
+                             const void *user_data) {
   (void)parent;
-  pt_record(stream, type, event, instance, user_data);
+  pt_record(true, stream, type, event, instance, user_data);
+}
+
+static void pt_stream_cb_mono(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                              xpti_trace_event_data_t *event, uint64_t instance,
+                              const void *user_data) {
+  (void)parent;
+  pt_record(false, stream, type, event, instance, user_data);
 }
 
 /* ---- the slow paths of recording --------------------------------------- */
 
 static void pt_thread_exit(void *p) {
   struct pt_thread *t = p;
-  if (pt_tls == t)
-    pt_tls = NULL;
+  if (pt_tls == t) {
+    pt_tls = NULL; /* a later record (another destructor) starts afresh */
+    pt_tls_chunk = NULL;
+  }
   atomic_store_explicit(&t->exited, 1, memory_order_release);
 }
 
@@ -153,14 +193,13 @@ static struct pt_chunk *pt_recycle(struct pt_thread *t) {
     atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
     c->consumed = 0;
-    c->nrec = 0;
   }
   atomic_store_explicit(&t->owner, 0, memory_order_release);
   return c;
 }
 
-static bool pt_next_chunk(struct pt_thread *t, uint32_t need) {
-  (void)need; /* a record (<= 32 + 256 bytes) always fits an empty chunk */
+/* A record (<= 32 + 256 bytes) always fits an empty chunk. */
+static bool pt_next_chunk(struct pt_thread *t) {
   size_t bytes = sizeof(struct pt_chunk) + pt_chunk_cap;
   struct pt_chunk *c = NULL;
   uint64_t used = atomic_fetch_add_explicit(&pt_in_use, bytes, memory_order_relaxed);
@@ -171,7 +210,6 @@ static bool pt_next_chunk(struct pt_thread *t, uint32_t need) {
     atomic_init(&c->committed, 0);
     c->consumed = 0;
     c->cap = pt_chunk_cap;
-    c->nrec = 0;
   } else {
     atomic_fetch_sub_explicit(&pt_in_use, bytes, memory_order_relaxed);
     if (pt_policy == PT_POLICY_RING && t->cur)
@@ -187,11 +225,91 @@ static bool pt_next_chunk(struct pt_thread *t, uint32_t need) {
   else
     atomic_store_explicit(&t->head, c, memory_order_release);
   t->cur = c;
-  t->pos = c->data;
-  t->end = c->data + c->cap;
+  pt_tls_chunk = c;
   if (pt_policy == PT_POLICY_FLUSH)
     pt_writer_wake();
   return true;
+}
+
+/* ---- clock: raw TSC ticks in the hot path, MONOTONIC ns in the file ---- */
+/* Ticks become ns at write time: the slope comes from the longest interval
+ * known (set-up to this pass), the offset from a point taken at this pass,
+ * so records near the pass are exact and NTP slewing between passes does
+ * not accumulate. */
+
+struct pt_clock_point {
+  uint64_t tsc, ns;
+};
+static bool pt_use_tsc;
+static struct pt_clock_point pt_clock_base, pt_clock_anchor;
+static double pt_ns_per_tick = 1.0;
+
+/* TSC ticks at a constant rate through frequency changes and idle states. */
+static bool pt_tsc_invariant(void) {
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f)
+    return false;
+  char *line = NULL;
+  size_t cap = 0;
+  bool constant = false, nonstop = false;
+  while (getline(&line, &cap, f) > 0) {
+    if (strncmp(line, "flags", 5) != 0)
+      continue;
+    for (char *tok = strtok(line + 5, " \t\n:"); tok; tok = strtok(NULL, " \t\n"))
+      constant |= !strcmp(tok, "constant_tsc"), nonstop |= !strcmp(tok, "nonstop_tsc");
+    break; /* the first CPU speaks for all */
+  }
+  free(line);
+  fclose(f);
+  return constant && nonstop;
+}
+
+/* A (ticks, ns) pair read as close together as a few tries allow. */
+static struct pt_clock_point pt_clock_point_read(void) {
+  struct pt_clock_point best = {0, 0};
+  uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; i++) {
+    uint64_t t0 = pt_ticks(), ns = pt_now(), t1 = pt_ticks();
+    if (t1 - t0 < best_gap) {
+      best_gap = t1 - t0;
+      best = (struct pt_clock_point){t0 + (t1 - t0) / 2, ns};
+    }
+  }
+  return best;
+}
+
+static void pt_clock_setup(void) {
+  const char *mode = getenv("XPTRACE_CLOCK");
+  bool want_tsc = true;
+  if (mode && !strcmp(mode, "monotonic"))
+    want_tsc = false;
+  else if (mode && *mode && strcmp(mode, "auto"))
+    fprintf(stderr, "xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto\n", mode);
+  pt_use_tsc = PT_HAVE_TSC && want_tsc && pt_tsc_invariant();
+  if (pt_use_tsc)
+    pt_clock_anchor = pt_clock_base = pt_clock_point_read();
+}
+
+/* Called by the writer before each pass. */
+static void pt_clock_calibrate(void) {
+  if (!pt_use_tsc)
+    return;
+  /* A slope from less than 1 ms would be coarse: wait that long once. */
+  while (pt_now() < pt_clock_base.ns + 1000000)
+    ;
+  struct pt_clock_point p = pt_clock_point_read();
+  if (p.tsc > pt_clock_base.tsc && p.ns > pt_clock_base.ns) {
+    pt_ns_per_tick = (double)(p.ns - pt_clock_base.ns) / (double)(p.tsc - pt_clock_base.tsc);
+    pt_clock_anchor = p;
+  }
+}
+
+static uint64_t pt_clock_ns(uint64_t raw) {
+  if (!pt_use_tsc)
+    return raw;
+  double d = (double)(int64_t)(raw - pt_clock_anchor.tsc) * pt_ns_per_tick;
+  int64_t ns = (int64_t)pt_clock_anchor.ns + (int64_t)d;
+  return ns > 0 ? (uint64_t)ns : 0;
 }
 
 /* ---- the writer -------------------------------------------------------- */
@@ -258,7 +376,7 @@ static void pt_open_file(void) {
   pt_enc->begin_file(&pt_out);
 }
 
-static void pt_graph_add(const struct pt_rec *r) {
+static void pt_graph_add(const struct pt_rec *r, uint64_t ts) {
   if (pt_graph_n == pt_graph_cap) {
     size_t cap = pt_graph_cap ? pt_graph_cap * 2 : 64;
     struct pt_graph_rec *g = realloc(pt_graph, cap * sizeof *g);
@@ -267,7 +385,7 @@ static void pt_graph_add(const struct pt_rec *r) {
     pt_graph = g;
     pt_graph_cap = cap;
   }
-  pt_graph[pt_graph_n++] = (struct pt_graph_rec){r->ts, r->event, r->instance, r->type, r->stream};
+  pt_graph[pt_graph_n++] = (struct pt_graph_rec){ts, r->event, r->instance, r->type, r->stream};
 }
 
 static void pt_encode_range(struct pt_thread *t, struct pt_chunk *c, uint32_t to) {
@@ -275,10 +393,14 @@ static void pt_encode_range(struct pt_thread *t, struct pt_chunk *c, uint32_t to
   while (off < to) {
     const struct pt_rec *r = (const struct pt_rec *)(c->data + off);
     off += pt_rec_size(r->name_len);
+    uint64_t ts = pt_clock_ns(r->ts);
+    if (ts < t->last_ns)
+      ts = t->last_ns; /* a later calibration may land a few ns earlier */
+    t->last_ns = ts;
     if (pt_kind_of(r->type) == PT_KIND_GRAPH)
-      pt_graph_add(r);
+      pt_graph_add(r, ts);
     else
-      pt_enc->thread_record(&pt_out, t, r);
+      pt_enc->thread_record(&pt_out, t, r, ts);
     if (pt_out.len >= (1u << 20))
       pt_out_flush();
   }
@@ -322,6 +444,7 @@ static uint64_t pt_total_dropped(void) {
 
 static void pt_pass_locked(bool final) {
   pt_in_pass = true;
+  pt_clock_calibrate();
   pt_open_file();
   for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
        t = t->next_all)
@@ -440,7 +563,6 @@ static void pt_free_chunks(struct pt_thread *t) {
   }
   atomic_store_explicit(&t->head, NULL, memory_order_relaxed);
   t->cur = NULL;
-  t->pos = t->end = NULL;
 }
 
 static void pt_fork_child(void) {
@@ -468,6 +590,7 @@ static void pt_fork_child(void) {
       t->pid = pt_proc.pid;
       t->tid = (pid_t)syscall(SYS_gettid);
       t->seq.started = false;
+      pt_tls_chunk = NULL;
       if (t->seq.interned)
         memset(t->seq.interned, 0, t->seq.interned_cap);
     } else {
@@ -479,6 +602,7 @@ static void pt_fork_child(void) {
 /* ---- set-up and the subscriber entry points --------------------------- */
 
 static void pt_setup(void) {
+  pt_clock_setup();
   pt_proc.pid = getpid();
   pt_proc.start_ns = pt_now();
   const char *fmt = getenv("XPTRACE_TRACE_FORMAT");
@@ -532,7 +656,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   pthread_mutex_unlock(&pt_streams_lock);
   if (!fresh)
     return;
-  xptiRegisterStreamCallback(id, pt_stream_cb);
+  xptiRegisterStreamCallback(id, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
   pt_writer_start();
 }
 

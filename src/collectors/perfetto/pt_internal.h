@@ -1,5 +1,5 @@
 /* libxpti_perfetto.so internals: the per-thread record buffers shared by
- * the recorder (pt_record.c) and the encoders (pt_proto.c, pt_json.c). */
+ * the recorder (pt_collector.c) and the encoders (pt_proto.c, pt_json.c). */
 #ifndef PT_INTERNAL_H
 #define PT_INTERNAL_H
 
@@ -14,17 +14,31 @@
 #define PT_HIDDEN __attribute__((visibility("hidden")))
 
 /* One recorded notification: 32 bytes, followed by name_len bytes of
- * inline name (padded to 8) when the event was NULL and user_data a name. */
+ * inline name (padded to 8) when the event was NULL and user_data a name.
+ * ts is raw TSC ticks or CLOCK_MONOTONIC ns (see pt_clock). */
 struct pt_rec {
   uint64_t ts;
   const xpti_trace_event_data_t *event;
   uint64_t instance;
-  uint16_t type;
-  uint8_t stream;
-  uint8_t pad;
-  uint32_t name_len;
+  union {
+    struct {
+      uint16_t type;
+      uint8_t stream;
+      uint8_t pad;
+      uint32_t name_len;
+    };
+    uint64_t word; /* the four fields above in one store */
+  };
 };
 _Static_assert(sizeof(struct pt_rec) == 32, "record layout");
+
+static inline uint64_t pt_rec_word(uint16_t type, uint8_t stream, uint32_t name_len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return type | (uint64_t)stream << 16 | (uint64_t)name_len << 32;
+#else
+  return (uint64_t)type << 48 | (uint64_t)stream << 40 | name_len;
+#endif
+}
 #define PT_NAME_MAX 255u
 
 static inline uint32_t pt_rec_size(uint32_t name_len) {
@@ -34,27 +48,24 @@ static inline uint32_t pt_rec_size(uint32_t name_len) {
 /* A chunk is written by its thread only; `committed` (release) says how
  * far its records are complete, and `next` is set once it is sealed. */
 struct pt_chunk {
-  struct pt_chunk *_Atomic next;
   _Atomic uint32_t committed;
-  uint32_t consumed; /* writer: bytes already encoded */
   uint32_t cap;
-  uint32_t nrec; /* records ever written (producer) */
-  char data[];
+  uint32_t consumed; /* writer: bytes already encoded */
+  struct pt_chunk *_Atomic next;
+  _Alignas(16) char data[];
 };
 
 /* Encoder state of one thread's packet sequence, owned by the writer. */
 struct pt_seq {
   bool started;
   uint32_t seq_id;
-  uint64_t last_ts;
+  uint64_t last_ts; /* ns of the last packet written */
   uint8_t *interned; /* bit per string id: bit0 name, bit1 category, bit2 annotation name */
   size_t interned_cap;
 };
 
 struct pt_thread {
-  /* producer side, hot */
-  char *pos;
-  char *end;
+  /* producer side (the hot path reaches cur through a TLS pointer) */
   struct pt_chunk *cur;
   _Atomic uint64_t dropped;
   /* queue: head is the oldest chunk (writer; ring recycling under `owner`) */
@@ -67,10 +78,21 @@ struct pt_thread {
   pid_t tid;
   uint32_t index;
   char name[24];
+  uint64_t last_ns; /* writer: timestamps never go back on a thread */
   struct pt_seq seq;
 };
 
-/* ---- global state (pt_record.c) ---- */
+/* ---- clock ---- */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define PT_HAVE_TSC 1
+static inline uint64_t pt_ticks(void) { return __rdtsc(); }
+#else
+#define PT_HAVE_TSC 0
+static inline uint64_t pt_ticks(void) { return 0; } /* never chosen */
+#endif
+
+/* ---- global state (pt_collector.c) ---- */
 enum pt_format { PT_FORMAT_PROTO, PT_FORMAT_JSON };
 enum pt_policy { PT_POLICY_FLUSH, PT_POLICY_RING };
 
@@ -85,7 +107,7 @@ struct pt_buf {
   bool failed; /* out of memory: the packet is dropped */
 };
 
-/* ---- writer (pt_writer.c) ---- */
+/* ---- writer (pt_collector.c) ---- */
 /* Per-record information the encoders need. */
 enum pt_kind { PT_KIND_BEGIN, PT_KIND_END, PT_KIND_INSTANT, PT_KIND_GRAPH };
 PT_HIDDEN enum pt_kind pt_kind_of(uint16_t type);
@@ -108,7 +130,9 @@ struct pt_graph_rec {
 /* An encoder turns records into bytes appended to `out`. */
 struct pt_encoder {
   void (*begin_file)(struct pt_buf *out);
-  void (*thread_record)(struct pt_buf *out, struct pt_thread *t, const struct pt_rec *r);
+  /* ts: the record's time in CLOCK_MONOTONIC ns */
+  void (*thread_record)(struct pt_buf *out, struct pt_thread *t, const struct pt_rec *r,
+                        uint64_t ts);
   void (*graph)(struct pt_buf *out, struct pt_graph_rec *recs, size_t n);
   void (*dropped)(struct pt_buf *out, uint64_t count, uint64_t ts);
   /* Bytes closing the file (JSON "]}"); rewritten after later flushes. */

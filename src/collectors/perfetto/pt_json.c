@@ -74,20 +74,21 @@ static void json_begin_file(struct pt_buf *b) {
   json_meta(b, "process_name", (pid_t)pt_proc.pid, xpt_program_name());
 }
 
-static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r) {
+static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
+                               uint64_t ts) {
   if (!t->seq.started) {
     t->seq.started = true;
     json_meta(b, "thread_name", t->tid, t->name[0] ? t->name : "thread");
   }
   enum pt_kind kind = pt_kind_of(r->type);
   if (kind == PT_KIND_END) {
-    json_open(b, "E", r->ts, t->tid);
+    json_open(b, "E", ts, t->tid);
     pt_buf_str(b, "}");
     return;
   }
   char namebuf[PT_NAME_MAX + 1];
   static struct pt_args args; /* the writer is serialised */
-  json_open(b, kind == PT_KIND_BEGIN ? "B" : "i", r->ts, t->tid);
+  json_open(b, kind == PT_KIND_BEGIN ? "B" : "i", ts, t->tid);
   if (kind == PT_KIND_INSTANT)
     pt_buf_str(b, ",\"s\":\"t\"");
   json_names(b, pt_rec_name(r, namebuf, sizeof namebuf), pt_stream_name(r->stream));
@@ -108,7 +109,8 @@ static void json_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
     const struct pt_graph_rec *g = &recs[i];
     if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
       continue;
-    struct pt_rec r = {g->ts, g->event, g->instance, g->type, g->stream, 0, 0};
+    struct pt_rec r = {.ts = g->ts, .event = g->event, .instance = g->instance, .type = g->type,
+                       .stream = g->stream};
     char namebuf[PT_NAME_MAX + 1];
     json_open(b, "X", g->ts, 0);
     pt_buf_str(b, ",\"dur\":0");

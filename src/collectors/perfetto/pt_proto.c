@@ -213,11 +213,12 @@ static void pb_annotation_value(struct pt_buf *b, const struct pt_arg *a) {
   }
 }
 
-static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r) {
+static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
+                               uint64_t ts) {
   if (!t->seq.started)
-    proto_seq_start(b, t, r->ts);
+    proto_seq_start(b, t, ts);
   enum pt_kind kind = pt_kind_of(r->type);
-  uint64_t delta = r->ts >= t->seq.last_ts ? r->ts - t->seq.last_ts : 0;
+  uint64_t delta = ts >= t->seq.last_ts ? ts - t->seq.last_ts : 0;
   t->seq.last_ts += delta;
 
   char namebuf[PT_NAME_MAX + 1];
@@ -331,7 +332,8 @@ static void proto_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
     const struct pt_graph_rec *g = &recs[i];
     if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
       continue; /* drawn as a flow between its nodes */
-    struct pt_rec r = {g->ts, g->event, g->instance, g->type, g->stream, 0, 0};
+    struct pt_rec r = {.ts = g->ts, .event = g->event, .instance = g->instance, .type = g->type,
+                       .stream = g->stream};
     char namebuf[PT_NAME_MAX + 1];
     const char *name = pt_rec_name(&r, namebuf, sizeof namebuf);
     size_t te;
