@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
   printf("\ntrace size per begin/end slice (interned names, %ld slices):\n", slices);
   printf("  NULL event + name (no annotations)    %7.2f bytes\n",
          (double)(after_named - before) / (double)slices);
-  printf("  event with uid/instance/source args   %7.2f bytes\n",
+  printf("  event (properties on its first slice)  %6.2f bytes\n",
          (double)(after_event - after_named) / (double)slices);
   printf("(trace in %s)\n", out);
   return 0;

@@ -11,10 +11,13 @@ slice begins + ends + instants + graph + dropped must equal N; implies
 that unmatched begins/ends are allowed because drops cut slices),
 --name NAME=COUNT (slices or instants with that name), --threads N,
 --clock-samples N (instants named "clock <ns>": each lies between its own
-<ns> and the next one's, within 100 us: the TSC-to-ns conversion).
+<ns> and the next one's, within 100 us: the TSC-to-ns conversion),
+--annotated N (slice begins and instants on thread tracks that carry
+annotations), --max-bytes-per-slice X (file size / slices).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -85,6 +88,7 @@ class Summary:
         self.names = {}
         self.threads = set()
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
+        self.annotated = 0
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -133,9 +137,10 @@ def check_proto(proto_file, trace, args):
                     # value of the incremental clock, and its MONOTONIC origin
                     st["inc"] = [one(c, "timestamp"), one(clocks[MONOTONIC], "timestamp") - one(c, "timestamp")]
         interned = one(p, "interned_data")
+        # Later packets may omit sequence_flags: the trace processor keeps a
+        # sequence's interned data and defaults whatever the flags say (the
+        # NEEDS flag only skips packets while the state is invalid).
         if interned:
-            if not flags & 3:
-                fail("packet %d carries interned data without sequence flags" % i)
             for key, table in (("event_names", "names"), ("event_categories", "cats"),
                                ("debug_annotation_names", "anns")):
                 for e in interned.get(key, []):
@@ -171,8 +176,6 @@ def check_proto(proto_file, trace, args):
             continue
         if ts is None:
             fail("track event without timestamp in packet %d" % i)
-        if not flags & 2 and "timestamp_clock_id" not in p:
-            fail("track event on sequence %d without SEQ_NEEDS_INCREMENTAL_STATE" % seq_id)
         track = one(te, "track_uuid", st["track"])
         if track not in tracks:
             fail("track %s used before its descriptor" % track)
@@ -199,6 +202,9 @@ def check_proto(proto_file, trace, args):
         for f in te.get("terminating_flow_ids", []):
             flow_ends[f] = flow_ends.get(f, 0) + 1
         stack = stacks.setdefault(track, [])
+        if etype in ("TYPE_SLICE_BEGIN", "TYPE_INSTANT") and te.get("debug_annotations") and \
+                name != "xptrace: dropped events" and one(tracks[track], "name") != "graph":
+            s.annotated += 1
         if etype == "TYPE_SLICE_BEGIN":
             if name is None:
                 fail("slice begin without a name")
@@ -265,6 +271,8 @@ def check_json(trace, args):
                 fail("timestamps go back on %s" % (key,))
             last_ts[key] = ts
         stack = stacks.setdefault(key, [])
+        if ph in "Bi" and e.get("args") and e["name"] != "xptrace: dropped events":
+            s.annotated += 1
         if ph == "B":
             s.begins += 1
             stack.append(e["name"])
@@ -318,8 +326,9 @@ def main():
     ap.add_argument("format", choices=["proto", "json"])
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads",
-                "clock_samples"):
+                "clock_samples", "annotated"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
+    ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
     a = ap.parse_args()
     if a.format == "proto":
@@ -333,7 +342,7 @@ def main():
                                      s.unmatched, s.dropped, len(s.threads)))
     if a.total is None and s.unmatched:
         fail("%d begin/end events without their other half" % s.unmatched)
-    for opt in ("slices", "instants", "nodes", "flows", "threads"):
+    for opt in ("slices", "instants", "nodes", "flows", "threads", "annotated"):
         want = getattr(a, opt)
         got = getattr(s, opt) if opt != "threads" else len(s.threads)
         if want is not None and want != got:
@@ -345,6 +354,12 @@ def main():
         got = s.begins + s.ends + s.instants + s.nodes + s.dropped
         if got != a.total:
             fail("recorded + dropped = %d, expected %d" % (got, a.total))
+    if a.max_bytes_per_slice is not None:
+        size = os.path.getsize(a.files[-1])
+        per = size / max(s.slices, 1)
+        print("check_trace: %.2f bytes per slice" % per)
+        if per > a.max_bytes_per_slice:
+            fail("%.2f bytes per slice, expected at most %.2f" % (per, a.max_bytes_per_slice))
     if a.clock_samples is not None:
         check_clock(s.clock, a.clock_samples)
     for spec in a.name:

@@ -198,10 +198,54 @@ static struct pt_chunk *pt_recycle(struct pt_thread *t) {
   return c;
 }
 
+/* Chunks the writer has encoded wait here for the next producer: their
+ * pages are mapped and maybe cached, where fresh memory costs a page fault
+ * every 128 records.  Producers only try the lock: they never wait.  The
+ * pool's chunks count against the budget. */
+#define PT_POOL_MAX 64
+static pthread_mutex_t pt_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pt_chunk *pt_pool;
+static unsigned pt_pool_n;
+
+static struct pt_chunk *pt_pool_take(void) {
+  if (pthread_mutex_trylock(&pt_pool_lock) != 0)
+    return NULL;
+  struct pt_chunk *c = pt_pool;
+  if (c) {
+    pt_pool = atomic_load_explicit(&c->next, memory_order_relaxed);
+    pt_pool_n--;
+  }
+  pthread_mutex_unlock(&pt_pool_lock);
+  if (c) {
+    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
+    c->consumed = 0;
+  }
+  return c;
+}
+
+/* Writer: keep c for reuse, or give it back. */
+static void pt_pool_give(struct pt_chunk *c) {
+  pthread_mutex_lock(&pt_pool_lock);
+  bool kept = pt_pool_n < PT_POOL_MAX && c->cap == pt_chunk_cap;
+  if (kept) {
+    atomic_store_explicit(&c->next, pt_pool, memory_order_relaxed);
+    pt_pool = c;
+    pt_pool_n++;
+  }
+  pthread_mutex_unlock(&pt_pool_lock);
+  if (!kept) {
+    atomic_fetch_sub_explicit(&pt_in_use, sizeof *c + c->cap, memory_order_relaxed);
+    free(c);
+  }
+}
+
 /* A record (<= 32 + 256 bytes) always fits an empty chunk. */
 static bool pt_next_chunk(struct pt_thread *t) {
   size_t bytes = sizeof(struct pt_chunk) + pt_chunk_cap;
-  struct pt_chunk *c = NULL;
+  struct pt_chunk *c = pt_pool_take();
+  if (c)
+    goto link;
   uint64_t used = atomic_fetch_add_explicit(&pt_in_use, bytes, memory_order_relaxed);
   if (used + bytes <= pt_budget)
     c = malloc(bytes);
@@ -220,6 +264,7 @@ static bool pt_next_chunk(struct pt_thread *t) {
       return false;
     }
   }
+link:
   if (t->cur)
     atomic_store_explicit(&t->cur->next, c, memory_order_release);
   else
@@ -425,8 +470,7 @@ static void pt_drain_thread(struct pt_thread *t) {
     if (!next && !exited)
       break;
     atomic_store_explicit(&t->head, next, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&pt_in_use, sizeof *c + c->cap, memory_order_relaxed);
-    free(c);
+    pt_pool_give(c);
     c = next;
   }
   if (exited)
@@ -551,8 +595,14 @@ static void pt_flush(void *ctx, enum xpt_flush_reason reason) {
 
 /* ---- fork: the child starts an empty trace of its own ----------------- */
 
-static void pt_fork_prepare(void) { pthread_mutex_lock(&pt_writer_lock); }
-static void pt_fork_parent(void) { pthread_mutex_unlock(&pt_writer_lock); }
+static void pt_fork_prepare(void) {
+  pthread_mutex_lock(&pt_writer_lock);
+  pthread_mutex_lock(&pt_pool_lock);
+}
+static void pt_fork_parent(void) {
+  pthread_mutex_unlock(&pt_pool_lock);
+  pthread_mutex_unlock(&pt_writer_lock);
+}
 
 static void pt_free_chunks(struct pt_thread *t) {
   struct pt_chunk *c = atomic_load_explicit(&t->head, memory_order_relaxed);
@@ -567,11 +617,19 @@ static void pt_free_chunks(struct pt_thread *t) {
 
 static void pt_fork_child(void) {
   pthread_mutex_init(&pt_writer_lock, NULL);
+  pthread_mutex_init(&pt_pool_lock, NULL);
+  while (pt_pool) {
+    struct pt_chunk *next = atomic_load_explicit(&pt_pool->next, memory_order_relaxed);
+    free(pt_pool);
+    pt_pool = next;
+  }
+  pt_pool_n = 0;
   sem_init(&pt_wake, 0, 0);
   atomic_store(&pt_writer_running, 0);
   atomic_store(&pt_writer_stop, 0);
   pt_proc.pid = getpid();
   pt_proc.start_ns = pt_now();
+  pt_proc.forked = true;
   if (pt_fd >= 0)
     close(pt_fd);
   pt_fd = -1;
@@ -589,10 +647,8 @@ static void pt_fork_child(void) {
     if (t == pt_tls) {
       t->pid = pt_proc.pid;
       t->tid = (pid_t)syscall(SYS_gettid);
-      t->seq.started = false;
+      pt_seq_reset(&t->seq);
       pt_tls_chunk = NULL;
-      if (t->seq.interned)
-        memset(t->seq.interned, 0, t->seq.interned_cap);
     } else {
       t->dead = true; /* that thread does not exist here */
     }
@@ -620,6 +676,11 @@ static void pt_setup(void) {
   else if (policy && *policy && strcmp(policy, "flush"))
     fprintf(stderr, "xpti: XPTRACE_BUFFER_POLICY='%s' is not flush or ring; using flush\n",
             policy);
+  const char *annotate = getenv("XPTRACE_ANNOTATE");
+  pt_annotate_all = annotate && !strcmp(annotate, "all");
+  if (annotate && *annotate && !pt_annotate_all && strcmp(annotate, "minimal"))
+    fprintf(stderr, "xpti: XPTRACE_ANNOTATE='%s' is not minimal or all; using minimal\n",
+            annotate);
   pt_budget = xpt_env_size("XPTRACE_BUFFER_SIZE", 64u << 20);
   /* Small budgets get small chunks so that several threads share them. */
   uint64_t cap = pt_budget / 64;

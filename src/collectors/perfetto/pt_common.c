@@ -179,13 +179,18 @@ static void pt_arg_metadata(struct pt_args *a, const char *key, xpti_object_data
   a->n++;
 }
 
-void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e, uint64_t instance) {
+void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e, uint64_t instance,
+                     unsigned what) {
   a->n = 0;
   a->used = 0;
   if (!e)
     return;
-  pt_arg_uint(a, "uid", e->unique_id);
-  pt_arg_uint(a, "instance", instance);
+  if (what & PT_ARGS_PROPS)
+    pt_arg_uint(a, "uid", e->unique_id);
+  if (what & PT_ARGS_INSTANCE)
+    pt_arg_uint(a, "instance", instance);
+  if (!(what & PT_ARGS_PROPS))
+    return;
   const xpti_payload_t *p = e->reserved.payload;
   if (p && p->source_file && (p->flags & XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE)) {
     char src[512];
@@ -212,6 +217,63 @@ void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e, uint64
     if (key)
       pt_arg_metadata(a, key, xptiLookupObject(value_id));
   }
+}
+
+/* ---- trace points seen on a sequence --------------------------------- */
+
+bool pt_annotate_all;
+
+void pt_seq_reset(struct pt_seq *s) {
+  s->started = false;
+  if (s->interned)
+    memset(s->interned, 0, s->interned_cap);
+  if (s->seen)
+    memset(s->seen, 0, s->seen_cap * sizeof *s->seen);
+  s->seen_n = 0;
+  memset(s->cat_id, 0, sizeof s->cat_id);
+}
+
+static size_t pt_seen_slot(const struct pt_seen *tab, size_t cap, const void *e) {
+  size_t j = (size_t)(((uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+  while (tab[j].event && tab[j].event != e)
+    j = (j + 1) & (cap - 1);
+  return j;
+}
+
+struct pt_seen *pt_seq_seen(struct pt_seq *s, const xpti_trace_event_data_t *e, bool *fresh) {
+  if ((s->seen_n + 1) * 2 > s->seen_cap) {
+    size_t cap = s->seen_cap ? s->seen_cap * 2 : 64;
+    struct pt_seen *tab = calloc(cap, sizeof *tab);
+    if (!tab)
+      return NULL;
+    for (size_t i = 0; i < s->seen_cap; i++)
+      if (s->seen[i].event)
+        tab[pt_seen_slot(tab, cap, s->seen[i].event)] = s->seen[i];
+    free(s->seen);
+    s->seen = tab;
+    s->seen_cap = cap;
+  }
+  struct pt_seen *x = &s->seen[pt_seen_slot(s->seen, s->seen_cap, e)];
+  *fresh = x->event == NULL;
+  if (*fresh) {
+    *x = (struct pt_seen){.event = e};
+    s->seen_n++;
+  }
+  return x;
+}
+
+unsigned pt_args_wanted(struct pt_seen *seen, bool fresh, const xpti_trace_event_data_t *e) {
+  if (!e)
+    return 0;
+  if (pt_annotate_all)
+    return PT_ARGS_PROPS | PT_ARGS_INSTANCE;
+  uint32_t meta = xptiMetadataCount(e);
+  if (!seen) /* out of memory: cannot tell, keep the properties */
+    return PT_ARGS_PROPS;
+  if (!fresh && seen->meta_count == meta)
+    return 0;
+  seen->meta_count = meta;
+  return PT_ARGS_PROPS;
 }
 
 /* ---- graph: node index and flows ------------------------------------- */

@@ -20,9 +20,20 @@ struct pt_args {
   struct pt_arg v[PT_ARGS_MAX];
   char scratch[4096];
 };
-/* uid, instance, source file:line, source/target uid, metadata. */
+/* What pt_collect_args adds: the trace point's properties (uid, source
+ * file:line, source/target uid, metadata), the instance. */
+enum { PT_ARGS_PROPS = 1, PT_ARGS_INSTANCE = 2 };
 PT_HIDDEN void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e,
-                               uint64_t instance);
+                               uint64_t instance, unsigned what);
+/* The entry of event e on sequence s (added when new: *fresh set), NULL
+ * when out of memory. */
+PT_HIDDEN struct pt_seen *pt_seq_seen(struct pt_seq *s, const xpti_trace_event_data_t *e,
+                                      bool *fresh);
+/* Annotations a begin/instant record of e gets on sequence s: everything
+ * with XPTRACE_ANNOTATE=all, else the properties on the first record of
+ * each trace point (and again when its metadata grew), else none. */
+PT_HIDDEN unsigned pt_args_wanted(struct pt_seen *seen, bool fresh,
+                                  const xpti_trace_event_data_t *e);
 
 /* Edges of a batch of graph records, as lists per node (indices). */
 struct pt_graph_links {

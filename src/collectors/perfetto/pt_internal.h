@@ -55,6 +55,15 @@ struct pt_chunk {
   _Alignas(16) char data[];
 };
 
+/* A trace point already seen on a sequence: its interned name, and the
+ * metadata count when its properties were last written. */
+struct pt_seen {
+  const xpti_trace_event_data_t *event; /* NULL: free slot */
+  const char *name;                     /* payload name the id was made from */
+  uint32_t name_id;
+  uint32_t meta_count;
+};
+
 /* Encoder state of one thread's packet sequence, owned by the writer. */
 struct pt_seq {
   bool started;
@@ -62,7 +71,12 @@ struct pt_seq {
   uint64_t last_ts; /* ns of the last packet written */
   uint8_t *interned; /* bit per string id: bit0 name, bit1 category, bit2 annotation name */
   size_t interned_cap;
+  struct pt_seen *seen; /* open addressing, by event pointer */
+  size_t seen_cap, seen_n;
+  uint32_t cat_id[256]; /* interned category id of each stream, 0 = not yet */
 };
+/* Forget everything written on the sequence (a new one starts). */
+PT_HIDDEN void pt_seq_reset(struct pt_seq *s);
 
 struct pt_thread {
   /* producer side (the hot path reaches cur through a TLS pointer) */
@@ -145,7 +159,11 @@ PT_HIDDEN extern const struct pt_encoder pt_json_encoder;
 struct pt_process {
   pid_t pid;
   uint64_t start_ns;
+  bool forked; /* a forked child: sequence ids are made from the pid */
 };
+/* XPTRACE_ANNOTATE=all: every slice carries every annotation, instance
+ * included; default: properties on a trace point's first slice only. */
+PT_HIDDEN extern bool pt_annotate_all;
 PT_HIDDEN extern struct pt_process pt_proc;
 
 /* buffer helpers (pt_buf.c) */

@@ -77,6 +77,7 @@ static void json_begin_file(struct pt_buf *b) {
 static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
                                uint64_t ts) {
   if (!t->seq.started) {
+    pt_seq_reset(&t->seq);
     t->seq.started = true;
     json_meta(b, "thread_name", t->tid, t->name[0] ? t->name : "thread");
   }
@@ -92,7 +93,9 @@ static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const stru
   if (kind == PT_KIND_INSTANT)
     pt_buf_str(b, ",\"s\":\"t\"");
   json_names(b, pt_rec_name(r, namebuf, sizeof namebuf), pt_stream_name(r->stream));
-  pt_collect_args(&args, r->event, r->instance);
+  bool fresh = false;
+  struct pt_seen *seen = r->event ? pt_seq_seen(&t->seq, r->event, &fresh) : NULL;
+  pt_collect_args(&args, r->event, r->instance, pt_args_wanted(seen, fresh, r->event));
   json_args(b, &args);
   pt_buf_str(b, "}");
 }
@@ -115,7 +118,8 @@ static void json_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
     json_open(b, "X", g->ts, 0);
     pt_buf_str(b, ",\"dur\":0");
     json_names(b, pt_rec_name(&r, namebuf, sizeof namebuf), pt_stream_name(g->stream));
-    pt_collect_args(&args, g->event, g->instance);
+    pt_collect_args(&args, g->event, g->instance,
+                    PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
     json_args(b, &args);
     pt_buf_str(b, "}");
     for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e]) {

@@ -21,7 +21,6 @@ enum {
   TP_DEFAULTS = 59,
   TP_TRACK_DESCRIPTOR = 60,
   SEQ_CLEARED = 1,
-  SEQ_NEEDS = 2,
   /* TracePacketDefaults / TrackEventDefaults */
   DEF_TS_CLOCK = 58,
   DEF_TRACK_EVENT = 11,
@@ -77,9 +76,16 @@ enum {
 
 enum { BIT_NAME = 1, BIT_CATEGORY = 2, BIT_ANNOTATION = 4 };
 
-static uint32_t pt_writer_seq(void) { return (((uint32_t)pt_proc.pid & 0x7fff) + 1) << 16; }
+/* Sequence ids cost a varint on every packet: the first process uses
+ * 1 (writer) and 2..127 (threads), one byte each.  A forked child, and
+ * threads past the 126th, use ids made from the pid (so that a parent's
+ * and its children's traces can be concatenated). */
+static uint32_t pt_pid_seq(uint32_t index) {
+  return ((((uint32_t)pt_proc.pid & 0x7fff) + 1) << 16) | (index & 0xffff);
+}
+static uint32_t pt_writer_seq(void) { return pt_proc.forked ? pt_pid_seq(0) : 1; }
 static uint32_t pt_thread_seq(const struct pt_thread *t) {
-  return pt_writer_seq() | (t->index & 0xffff);
+  return !pt_proc.forked && t->index < 127 ? t->index + 1 : pt_pid_seq(t->index);
 }
 
 static uint64_t pt_clock_ns(clockid_t id) {
@@ -127,11 +133,10 @@ static void proto_begin_file(struct pt_buf *b) {
 /* First packets of a thread's sequence: defaults (incremental clock,
  * the thread's track), the clock snapshot that anchors it, the track. */
 static void proto_seq_start(struct pt_buf *b, struct pt_thread *t, uint64_t t0) {
+  pt_seq_reset(&t->seq);
   t->seq.started = true;
   t->seq.seq_id = pt_thread_seq(t);
   t->seq.last_ts = t0;
-  if (t->seq.interned)
-    memset(t->seq.interned, 0, t->seq.interned_cap);
   size_t p = pb_open(b, TRACE_PACKET);
   pb_uint(b, TP_TIMESTAMP, t0);
   pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
@@ -151,7 +156,6 @@ static void proto_seq_start(struct pt_buf *b, struct pt_thread *t, uint64_t t0) 
 
   p = pb_open(b, TRACE_PACKET);
   pb_uint(b, TP_TRUSTED_SEQ, t->seq.seq_id);
-  pb_uint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
   size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
   pb_uint(b, TD_UUID, pt_thread_uuid(t));
   pb_uint(b, TD_PARENT, pt_process_uuid());
@@ -213,69 +217,140 @@ static void pb_annotation_value(struct pt_buf *b, const struct pt_arg *a) {
   }
 }
 
+/* ---- the packets of thread records ---------------------------------- */
+/* Packets carry no sequence_flags after the first: the trace processor
+ * reads interned data and defaults of a sequence whatever the flags; the
+ * flag SEQ_NEEDS_INCREMENTAL_STATE only makes it skip packets written
+ * while the state is invalid, which never happens here (every sequence
+ * starts with SEQ_INCREMENTAL_STATE_CLEARED). */
+
+static inline uint8_t *w_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* A whole small packet: [packet [ts] [seq] [track_event [type] [name] [cat]]],
+ * both lengths one byte (the caller checked the sizes). */
+static void proto_small_packet(struct pt_buf *b, uint64_t delta, uint32_t seq, uint32_t type,
+                               uint32_t name_id, uint32_t cat_id) {
+  if (!pt_buf_reserve(b, 48))
+    return;
+  uint8_t *start = b->data + b->len, *p = start + 2;
+  *p++ = TP_TIMESTAMP << 3;
+  p = w_varint(p, delta);
+  *p++ = TP_TRUSTED_SEQ << 3;
+  p = w_varint(p, seq);
+  *p++ = TP_TRACK_EVENT << 3 | 2;
+  uint8_t *te = p++;
+  *p++ = TE_TYPE << 3;
+  *p++ = (uint8_t)type;
+  if (name_id) {
+    *p++ = TE_NAME_IID << 3;
+    p = w_varint(p, name_id);
+    *p++ = TE_CATEGORY_IIDS << 3;
+    p = w_varint(p, cat_id);
+  }
+  *te = (uint8_t)(p - te - 1);
+  start[0] = TRACE_PACKET << 3 | 2;
+  start[1] = (uint8_t)(p - start - 2);
+  b->len += (size_t)(p - start);
+}
+
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
-                               uint64_t ts) {
+                                uint64_t ts) {
   if (!t->seq.started)
     proto_seq_start(b, t, ts);
+  struct pt_seq *seq = &t->seq;
   enum pt_kind kind = pt_kind_of(r->type);
-  uint64_t delta = ts >= t->seq.last_ts ? ts - t->seq.last_ts : 0;
-  t->seq.last_ts += delta;
+  uint64_t delta = ts >= seq->last_ts ? ts - seq->last_ts : 0;
+  seq->last_ts += delta;
+  if (kind == PT_KIND_END) {
+    proto_small_packet(b, delta, seq->seq_id, TYPE_SLICE_END, 0, 0);
+    return;
+  }
+  uint32_t type = kind == PT_KIND_BEGIN ? TYPE_SLICE_BEGIN : TYPE_INSTANT;
 
+  /* The name: cached per trace point, else looked up. */
   char namebuf[PT_NAME_MAX + 1];
-  uint32_t name_id = 0, cat_id = 0;
-  const char *name = NULL, *cat = NULL;
+  const char *name = NULL;
+  uint32_t name_id = 0;
+  bool new_name = false, fresh = false;
+  struct pt_seen *seen = r->event ? pt_seq_seen(seq, r->event, &fresh) : NULL;
+  const char *payload_name = NULL;
+  if (r->event && r->event->reserved.payload)
+    payload_name = r->event->reserved.payload->name;
+  if (seen && !fresh && seen->name == payload_name && seen->name_id) {
+    name_id = seen->name_id; /* interned on this sequence when first seen */
+  } else {
+    name = pt_rec_name(r, namebuf, sizeof namebuf);
+    name_id = pt_str_id(name, strlen(name));
+    new_name = name_id && !pt_seq_interned(seq, name_id, BIT_NAME);
+    if (seen) {
+      seen->name = payload_name;
+      seen->name_id = name_id;
+    }
+  }
+  uint32_t cat_id = seq->cat_id[r->stream];
+  const char *cat = NULL;
+  bool new_cat = false;
+  if (!cat_id) {
+    cat = pt_stream_name(r->stream);
+    cat_id = pt_str_id(cat, strlen(cat));
+    new_cat = cat_id != 0;
+    seq->cat_id[r->stream] = cat_id;
+  }
+  unsigned what = pt_args_wanted(seen, fresh, r->event);
+
+  if (name_id && cat_id && !new_name && !new_cat && !what) {
+    proto_small_packet(b, delta, seq->seq_id, type, name_id, cat_id);
+    return;
+  }
+
+  /* The general case: new interned strings, annotations. */
+  if (!name)
+    name = pt_rec_name(r, namebuf, sizeof namebuf);
+  if (!cat)
+    cat = pt_stream_name(r->stream);
   static struct pt_args args; /* the writer is serialised */
   uint32_t arg_ids[PT_ARGS_MAX];
-  args.n = 0;
-  if (kind != PT_KIND_END) {
-    name = pt_rec_name(r, namebuf, sizeof namebuf);
-    cat = pt_stream_name(r->stream);
-    name_id = pt_str_id(name, strlen(name));
-    cat_id = pt_str_id(cat, strlen(cat));
-    pt_collect_args(&args, r->event, r->instance);
-  }
-
+  pt_collect_args(&args, r->event, r->instance, what);
   size_t p = pb_open(b, TRACE_PACKET);
   pb_uint(b, TP_TIMESTAMP, delta);
-  pb_uint(b, TP_TRUSTED_SEQ, t->seq.seq_id);
-  pb_uint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-  if (kind != PT_KIND_END) {
-    size_t interned = SIZE_MAX;
-    if (name_id && !pt_seq_interned(&t->seq, name_id, BIT_NAME))
-      pb_interned(b, &interned, ID_EVENT_NAMES, name_id, name);
-    if (cat_id && !pt_seq_interned(&t->seq, cat_id, BIT_CATEGORY))
-      pb_interned(b, &interned, ID_CATEGORIES, cat_id, cat);
-    for (size_t i = 0; i < args.n; i++) {
-      arg_ids[i] = pt_str_id(args.v[i].name, strlen(args.v[i].name));
-      if (arg_ids[i] && !pt_seq_interned(&t->seq, arg_ids[i], BIT_ANNOTATION))
-        pb_interned(b, &interned, ID_ANNOTATION_NAMES, arg_ids[i], args.v[i].name);
-    }
-    if (interned != SIZE_MAX)
-      pb_close(b, interned);
+  pb_uint(b, TP_TRUSTED_SEQ, seq->seq_id);
+  size_t interned = SIZE_MAX;
+  if (new_name)
+    pb_interned(b, &interned, ID_EVENT_NAMES, name_id, name);
+  if (new_cat)
+    pb_interned(b, &interned, ID_CATEGORIES, cat_id, cat);
+  for (size_t i = 0; i < args.n; i++) {
+    arg_ids[i] = pt_str_id(args.v[i].name, strlen(args.v[i].name));
+    if (arg_ids[i] && !pt_seq_interned(seq, arg_ids[i], BIT_ANNOTATION))
+      pb_interned(b, &interned, ID_ANNOTATION_NAMES, arg_ids[i], args.v[i].name);
   }
+  if (interned != SIZE_MAX)
+    pb_close(b, interned);
   size_t te = pb_open(b, TP_TRACK_EVENT);
-  pb_uint(b, TE_TYPE,
-          kind == PT_KIND_BEGIN ? TYPE_SLICE_BEGIN
-          : kind == PT_KIND_END ? TYPE_SLICE_END
-                                : TYPE_INSTANT);
-  if (kind != PT_KIND_END) {
-    if (name_id)
-      pb_uint(b, TE_NAME_IID, name_id);
+  pb_uint(b, TE_TYPE, type);
+  if (name_id)
+    pb_uint(b, TE_NAME_IID, name_id);
+  else
+    pb_string(b, TE_NAME, name);
+  if (cat_id)
+    pb_uint(b, TE_CATEGORY_IIDS, cat_id);
+  else
+    pb_string(b, TE_CATEGORIES, cat);
+  for (size_t i = 0; i < args.n; i++) {
+    size_t da = pb_open(b, TE_ANNOTATIONS);
+    if (arg_ids[i])
+      pb_uint(b, DA_NAME_IID, arg_ids[i]);
     else
-      pb_string(b, TE_NAME, name);
-    if (cat_id)
-      pb_uint(b, TE_CATEGORY_IIDS, cat_id);
-    else
-      pb_string(b, TE_CATEGORIES, cat);
-    for (size_t i = 0; i < args.n; i++) {
-      size_t da = pb_open(b, TE_ANNOTATIONS);
-      if (arg_ids[i])
-        pb_uint(b, DA_NAME_IID, arg_ids[i]);
-      else
-        pb_string(b, DA_NAME, args.v[i].name);
-      pb_annotation_value(b, &args.v[i]);
-      pb_close(b, da);
-    }
+      pb_string(b, DA_NAME, args.v[i].name);
+    pb_annotation_value(b, &args.v[i]);
+    pb_close(b, da);
   }
   pb_close(b, te);
   pb_close(b, p);
@@ -338,7 +413,8 @@ static void proto_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
     const char *name = pt_rec_name(&r, namebuf, sizeof namebuf);
     size_t te;
     size_t p = proto_writer_instant(b, g->ts, pt_graph_uuid(), name, pt_stream_name(g->stream), &te);
-    pt_collect_args(&args, g->event, g->instance);
+    pt_collect_args(&args, g->event, g->instance,
+                    PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
     pb_plain_args(b, &args);
     for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e])
       pb_fixed64(b, TE_FLOW_IDS, pt_flow_id(e, pt_edges_emitted));
