@@ -4,6 +4,7 @@
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,33 +14,26 @@ struct xpt_tracer {
   uint32_t slot;
   bool enabled; /* under domain lock */
   void *user_data;
-  /* fn_count prologues, then fn_count epilogues; atomics because a call
-   * pinned before a disable may still read them. */
-  _Atomic(xpt_tracer_fn_t) callbacks[];
+  xpt_tracer_fn_t callbacks[]; /* fn_count prologues, then fn_count epilogues; under lock */
 };
 
-/* Per-thread record.  Initial-exec TLS: small, and the library may be
- * dlopened (a large initial-exec object would make dlopen fail). */
-typedef struct tracer_thread {
-  _Atomic uint32_t pinned;         /* slots this thread's current call pinned */
-  xpt_tracer_domain_t *pinned_domain;
-  uint32_t depth;                  /* > 0 while running callbacks */
-  bool registered;
-  uint64_t thread_no;
-  uint64_t sequence;
-  struct tracer_thread *next, *prev;
-} tracer_thread_t;
+/* One allocation holding every non-empty list of one publication. */
+struct tracer_block {
+  tracer_block_t *next; /* retired chain */
+  size_t size;          /* bytes of data[] */
+  _Alignas(16) unsigned char data[];
+};
 
-static __thread tracer_thread_t tracer_self __attribute__((tls_model("initial-exec")));
+__thread xpt_tracer_thread_t xpt_tracer_self __attribute__((tls_model("initial-exec")));
 
-/* Registry of threads that made a traced call; only destroy scans it. */
+/* ---- thread registry: only writers scan it ---------------------------- */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static tracer_thread_t *registry_head;
+static xpt_tracer_thread_t *registry_head;
 static uint64_t registry_threads;
 static pthread_key_t registry_key;
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 
-static void registry_unlink_locked(tracer_thread_t *t) {
+static void registry_unlink_locked(xpt_tracer_thread_t *t) {
   if (t->prev)
     t->prev->next = t->next;
   else
@@ -47,13 +41,13 @@ static void registry_unlink_locked(tracer_thread_t *t) {
   if (t->next)
     t->next->prev = t->prev;
   t->next = t->prev = NULL;
-  t->registered = false;
 }
 
 static void registry_thread_exit(void *arg) {
-  tracer_thread_t *t = arg;
+  xpt_tracer_thread_t *t = arg;
   pthread_mutex_lock(&registry_lock);
   registry_unlink_locked(t);
+  t->state = XPT_TRACER_THREAD_NEW; /* a later call from a destructor registers again */
   pthread_mutex_unlock(&registry_lock);
 }
 
@@ -61,11 +55,10 @@ static void registry_thread_exit(void *arg) {
  * holding pins). */
 static void registry_after_fork_child(void) {
   pthread_mutex_init(&registry_lock, NULL);
-  tracer_thread_t *self = &tracer_self;
-  bool was_registered = self->registered;
+  xpt_tracer_thread_t *self = &xpt_tracer_self;
   registry_head = NULL;
   self->next = self->prev = NULL;
-  if (was_registered)
+  if (self->state != XPT_TRACER_THREAD_NEW)
     registry_head = self;
 }
 
@@ -75,56 +68,143 @@ static void registry_init(void) {
 }
 
 static void registry_add_self(void) {
-  tracer_thread_t *t = &tracer_self;
+  xpt_tracer_thread_t *t = &xpt_tracer_self;
   pthread_once(&registry_once, registry_init);
   pthread_mutex_lock(&registry_lock);
-  t->thread_no = ++registry_threads;
+  t->last_id = ++registry_threads << 40;
   t->next = registry_head;
   t->prev = NULL;
   if (registry_head)
     registry_head->prev = t;
   registry_head = t;
-  t->registered = true;
+  t->state = XPT_TRACER_THREAD_READY;
   pthread_mutex_unlock(&registry_lock);
   (void)pthread_setspecific(registry_key, t);
 }
 
-static bool registry_pins(uint32_t bit) {
-  bool pinned = false;
-  pthread_mutex_lock(&registry_lock);
-  for (tracer_thread_t *t = registry_head; t && !pinned; t = t->next)
-    pinned = (atomic_load_explicit(&t->pinned, memory_order_seq_cst) & bit) != 0;
-  pthread_mutex_unlock(&registry_lock);
-  return pinned;
+bool xpt_tracer_thread_slow(void) {
+  if (xpt_tracer_self.state != XPT_TRACER_THREAD_NEW)
+    return false;
+  registry_add_self();
+  return true;
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define TRACER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TRACER_TSAN 1
-#endif
-#endif
+uint64_t xpt_tracer_next_correlation_id(void) {
+  if (xpt_tracer_self.state == XPT_TRACER_THREAD_NEW)
+    registry_add_self();
+  return xpt_tracer_new_id();
+}
 
-static bool domain_init_locked(xpt_tracer_domain_t *d) {
+/* ---- publication ------------------------------------------------------ */
+
+static void domain_init_locked(xpt_tracer_domain_t *d) {
   if (d->initialised)
-    return true;
+    return;
   /* membarrier makes the readers' plain pin stores visible before we scan,
    * so readers need no fence.  Without it (or under TSan, which does not
    * model it) readers pin with a sequentially consistent exchange. */
   long failed = 1;
-#ifndef TRACER_TSAN
+#ifndef XPT_TRACER_TSAN
   failed = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 #endif
-  atomic_store_explicit(&d->reader_fence, failed != 0, memory_order_relaxed);
+  d->reader_fence = failed != 0;
   d->initialised = true;
-  return true;
 }
 
+/* Every pin stored before this point is visible to the scan after it.
+ * With reader_fence, pins and lists are sequentially consistent already. */
 static void domain_barrier(xpt_tracer_domain_t *d) {
-  if (!atomic_load_explicit(&d->reader_fence, memory_order_relaxed))
+  if (!d->reader_fence)
     (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
+
+static bool block_holds(const tracer_block_t *b, const void *p) {
+  return (const unsigned char *)p >= b->data && (const unsigned char *)p < b->data + b->size;
+}
+
+static bool pinned_by_any_thread(const tracer_block_t *b) {
+  bool pinned = false;
+  pthread_mutex_lock(&registry_lock);
+  for (xpt_tracer_thread_t *t = registry_head; t && !pinned; t = t->next)
+    pinned = block_holds(b, atomic_load_explicit(&t->pin, memory_order_seq_cst));
+  pthread_mutex_unlock(&registry_lock);
+  return pinned;
+}
+
+/* Frees the retired blocks no thread pins; true when none is left. */
+static bool domain_reclaim_locked(xpt_tracer_domain_t *d) {
+  if (!d->retired)
+    return true;
+  domain_barrier(d);
+  tracer_block_t **link = &d->retired;
+  while (*link) {
+    tracer_block_t *b = *link;
+    if (pinned_by_any_thread(b)) {
+      link = &b->next;
+    } else {
+      *link = b->next;
+      free(b);
+    }
+  }
+  return d->retired == NULL;
+}
+
+/* Builds and publishes every function's list from the enabled tracers.
+ * Returns OUT_OF_RESOURCES (lists unchanged) when allocation fails. */
+static int domain_publish_locked(xpt_tracer_domain_t *d) {
+  uint32_t n = d->fn_count;
+  xpt_tracer_t *on[XPT_TRACER_MAX];
+  uint32_t count = 0;
+  for (uint32_t s = 0; s < XPT_TRACER_MAX; s++)
+    if (d->slots[s] && d->slots[s]->enabled)
+      on[count++] = d->slots[s];
+  size_t size = 0;
+  for (uint32_t fn = 0; fn < n; fn++) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < count; i++)
+      k += on[i]->callbacks[fn] || on[i]->callbacks[n + fn];
+    if (k)
+      size += sizeof(xpt_tracer_list_t) + k * sizeof(xpt_tracer_entry_t);
+  }
+  tracer_block_t *b = NULL;
+  if (size) {
+    b = malloc(sizeof(*b) + size);
+    if (!b)
+      return XPT_TRACER_OUT_OF_RESOURCES;
+    b->next = NULL;
+    b->size = size;
+  }
+  unsigned char *at = b ? b->data : NULL;
+  for (uint32_t fn = 0; fn < n; fn++) {
+    xpt_tracer_list_t *l = (xpt_tracer_list_t *)at;
+    uint32_t k = 0, members = 0;
+    for (uint32_t i = 0; i < count; i++) {
+      xpt_tracer_fn_t pro = on[i]->callbacks[fn], epi = on[i]->callbacks[n + fn];
+      if (!pro && !epi)
+        continue;
+      l->entry[k++] = (xpt_tracer_entry_t){pro, epi, on[i]->user_data};
+      members |= 1u << on[i]->slot;
+    }
+    if (k) {
+      l->count = k;
+      l->members = members;
+      at += sizeof(xpt_tracer_list_t) + k * sizeof(xpt_tracer_entry_t);
+    } else {
+      l = NULL;
+    }
+    /* Release: a call that loads the list sees its entries. */
+    atomic_store_explicit(&d->lists[fn], l, memory_order_seq_cst);
+  }
+  if (d->current) {
+    d->current->next = d->retired;
+    d->retired = d->current;
+  }
+  d->current = b;
+  (void)domain_reclaim_locked(d);
+  return XPT_TRACER_OK;
+}
+
+/* ---- tracers ---------------------------------------------------------- */
 
 int xpt_tracer_create(xpt_tracer_domain_t *d, void *user_data, xpt_tracer_t **out) {
   if (!d || !out)
@@ -144,69 +224,86 @@ int xpt_tracer_create(xpt_tracer_domain_t *d, void *user_data, xpt_tracer_t **ou
   }
   t->slot = (uint32_t)__builtin_ctz(free_slots);
   d->used_mask |= 1u << t->slot;
-  atomic_store_explicit(&d->slots[t->slot], t, memory_order_release);
+  d->slots[t->slot] = t;
   pthread_mutex_unlock(&d->lock);
   *out = t;
   return XPT_TRACER_OK;
 }
 
-int xpt_tracer_set_callback(xpt_tracer_t *t, bool epilogue, uint32_t fn, xpt_tracer_fn_t cb) {
-  if (!t || fn >= t->domain->fn_count)
-    return XPT_TRACER_INVALID_ARGUMENT;
+/* Callbacks change only while disabled, so published lists never hold a
+ * callback the tracer no longer has. */
+static int tracer_set_range(xpt_tracer_t *t, uint32_t first, uint32_t count,
+                            const xpt_tracer_fn_t *values) {
   int rc = XPT_TRACER_OK;
   pthread_mutex_lock(&t->domain->lock);
   if (t->enabled)
     rc = XPT_TRACER_ENABLED;
+  else if (values)
+    memcpy(&t->callbacks[first], values, count * sizeof(values[0]));
   else
-    atomic_store_explicit(&t->callbacks[(epilogue ? t->domain->fn_count : 0) + fn], cb,
-                          memory_order_relaxed);
+    memset(&t->callbacks[first], 0, count * sizeof(t->callbacks[0]));
   pthread_mutex_unlock(&t->domain->lock);
   return rc;
+}
+
+int xpt_tracer_set_callback(xpt_tracer_t *t, bool epilogue, uint32_t fn, xpt_tracer_fn_t cb) {
+  if (!t || fn >= t->domain->fn_count)
+    return XPT_TRACER_INVALID_ARGUMENT;
+  return tracer_set_range(t, (epilogue ? t->domain->fn_count : 0) + fn, 1, &cb);
 }
 
 int xpt_tracer_set_all(xpt_tracer_t *t, bool epilogue, const xpt_tracer_fn_t *table) {
   if (!t || !table)
     return XPT_TRACER_INVALID_ARGUMENT;
-  int rc = XPT_TRACER_OK;
-  uint32_t n = t->domain->fn_count;
-  pthread_mutex_lock(&t->domain->lock);
-  if (t->enabled)
-    rc = XPT_TRACER_ENABLED;
-  else
-    for (uint32_t i = 0; i < n; i++)
-      atomic_store_explicit(&t->callbacks[(epilogue ? n : 0) + i], table[i], memory_order_relaxed);
-  pthread_mutex_unlock(&t->domain->lock);
-  return rc;
+  return tracer_set_range(t, epilogue ? t->domain->fn_count : 0, t->domain->fn_count, table);
 }
 
 int xpt_tracer_reset(xpt_tracer_t *t) {
   if (!t)
     return XPT_TRACER_INVALID_ARGUMENT;
-  int rc = XPT_TRACER_OK;
-  pthread_mutex_lock(&t->domain->lock);
-  if (t->enabled)
-    rc = XPT_TRACER_ENABLED;
-  else
-    for (uint32_t i = 0; i < 2 * t->domain->fn_count; i++)
-      atomic_store_explicit(&t->callbacks[i], NULL, memory_order_relaxed);
-  pthread_mutex_unlock(&t->domain->lock);
-  return rc;
+  return tracer_set_range(t, 0, 2 * t->domain->fn_count, NULL);
 }
 
 int xpt_tracer_set_enabled(xpt_tracer_t *t, bool enabled) {
   if (!t)
     return XPT_TRACER_INVALID_ARGUMENT;
   xpt_tracer_domain_t *d = t->domain;
-  uint32_t bit = 1u << t->slot;
+  int rc = XPT_TRACER_OK;
   pthread_mutex_lock(&d->lock);
-  t->enabled = enabled;
-  /* Release: a call that sees the bit sees the callbacks set before. */
-  if (enabled)
-    atomic_fetch_or_explicit(&d->enabled_mask, bit, memory_order_seq_cst);
-  else
-    atomic_fetch_and_explicit(&d->enabled_mask, ~bit, memory_order_seq_cst);
+  if (t->enabled != enabled) {
+    t->enabled = enabled;
+    rc = domain_publish_locked(d);
+    if (rc != XPT_TRACER_OK)
+      t->enabled = !enabled;
+  }
   pthread_mutex_unlock(&d->lock);
-  return XPT_TRACER_OK;
+  return rc;
+}
+
+/* True while some thread pins a list that holds the tracer in `bit`.  A
+ * pin is only trusted when it is the start of a list of a live block (a
+ * stale pin may point anywhere); the lock keeps the blocks alive. */
+static bool domain_tracer_pinned_locked(xpt_tracer_domain_t *d, uint32_t bit) {
+  bool pinned = false;
+  domain_barrier(d);
+  pthread_mutex_lock(&registry_lock);
+  for (xpt_tracer_thread_t *t = registry_head; t && !pinned; t = t->next) {
+    const void *p = atomic_load_explicit(&t->pin, memory_order_seq_cst);
+    for (tracer_block_t *b = d->retired; p && b && !pinned; b = b->next) {
+      if (!block_holds(b, p))
+        continue;
+      for (const unsigned char *at = b->data; at < b->data + b->size;) {
+        const xpt_tracer_list_t *l = (const xpt_tracer_list_t *)at;
+        if ((const void *)l == p) {
+          pinned = (l->members & bit) != 0;
+          break;
+        }
+        at += sizeof(*l) + l->count * sizeof(l->entry[0]);
+      }
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return pinned;
 }
 
 int xpt_tracer_destroy(xpt_tracer_t *t) {
@@ -214,103 +311,40 @@ int xpt_tracer_destroy(xpt_tracer_t *t) {
     return XPT_TRACER_INVALID_ARGUMENT;
   xpt_tracer_domain_t *d = t->domain;
   uint32_t bit = 1u << t->slot;
-  tracer_thread_t *self = &tracer_self;
-  /* Waiting for our own pin would never end. */
-  if (self->pinned_domain == d && (atomic_load_explicit(&self->pinned, memory_order_relaxed) & bit))
+  /* Waiting for our own call would never end.  Our pin cannot be freed
+   * under us, so it is safe to read. */
+  const xpt_tracer_list_t *own = atomic_load_explicit(&xpt_tracer_self.pin, memory_order_relaxed);
+  if (xpt_tracer_self.state >= XPT_TRACER_THREAD_IN_CALL && own && (own->members & bit))
     return XPT_TRACER_IN_CALLBACK;
   pthread_mutex_lock(&d->lock);
-  t->enabled = false;
-  atomic_fetch_and_explicit(&d->enabled_mask, ~bit, memory_order_seq_cst);
+  if (t->enabled) {
+    t->enabled = false;
+    if (domain_publish_locked(d) != XPT_TRACER_OK) {
+      t->enabled = true;
+      pthread_mutex_unlock(&d->lock);
+      return XPT_TRACER_OUT_OF_RESOURCES;
+    }
+  }
   pthread_mutex_unlock(&d->lock);
-  /* The slot stays used until no call pins it; the wait holds no lock that
-   * a call needs. */
-  domain_barrier(d);
+  /* Only lists published before the line above hold the tracer.  Wait,
+   * without holding the lock between looks, until no call runs them. */
   struct timespec nap = {0, 50000};
-  for (unsigned spins = 0; registry_pins(bit); spins++) {
+  for (unsigned spins = 0;; spins++) {
+    pthread_mutex_lock(&d->lock);
+    bool busy = domain_tracer_pinned_locked(d, bit);
+    if (!busy) {
+      (void)domain_reclaim_locked(d);
+      d->slots[t->slot] = NULL;
+      d->used_mask &= ~bit;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (!busy)
+      break;
     if (spins < 64)
       sched_yield();
     else
       nanosleep(&nap, NULL);
   }
-  pthread_mutex_lock(&d->lock);
-  atomic_store_explicit(&d->slots[t->slot], NULL, memory_order_relaxed);
-  d->used_mask &= ~bit;
-  pthread_mutex_unlock(&d->lock);
   free(t);
   return XPT_TRACER_OK;
-}
-
-bool xpt_tracer_in_callback(void) { return tracer_self.depth != 0; }
-
-uint64_t xpt_tracer_next_correlation_id(void) {
-  tracer_thread_t *self = &tracer_self;
-  if (!self->registered)
-    registry_add_self();
-  return (self->thread_no << 40) | ++self->sequence;
-}
-
-bool xpt_tracer_begin(xpt_tracer_domain_t *d, xpt_tracer_call_t *call, uint32_t fn, void *params) {
-  tracer_thread_t *self = &tracer_self;
-  if (self->depth)
-    return false;
-  uint32_t mask = atomic_load_explicit(&d->enabled_mask, memory_order_acquire);
-  if (!mask)
-    return false;
-  if (!self->registered)
-    registry_add_self();
-  /* Pin the snapshot, then re-read: a tracer whose bit is still set after
-   * the pin is visible to its destroyer, which will wait for us. */
-  self->pinned_domain = d;
-  if (atomic_load_explicit(&d->reader_fence, memory_order_relaxed)) {
-    atomic_exchange_explicit(&self->pinned, mask, memory_order_seq_cst);
-  } else {
-    atomic_store_explicit(&self->pinned, mask, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-  }
-  mask &= atomic_load_explicit(&d->enabled_mask, memory_order_seq_cst);
-  atomic_store_explicit(&self->pinned, mask, memory_order_relaxed);
-
-  /* Locals, not call->: the callbacks are opaque calls that could alias
-   * the call record, so every store through it would be repeated. */
-  uint32_t n = d->fn_count;
-  uint32_t active = 0;
-  uint64_t correlation_id = (self->thread_no << 40) | ++self->sequence;
-  call->fn = fn;
-  call->correlation_id = correlation_id;
-  self->depth++;
-  for (uint32_t m = mask; m; m &= m - 1) {
-    uint32_t i = (uint32_t)__builtin_ctz(m);
-    xpt_tracer_t *t = atomic_load_explicit(&d->slots[i], memory_order_acquire);
-    if (!t)
-      continue;
-    xpt_tracer_fn_t pro = atomic_load_explicit(&t->callbacks[fn], memory_order_relaxed);
-    xpt_tracer_fn_t epi = atomic_load_explicit(&t->callbacks[n + fn], memory_order_relaxed);
-    void *user_data = t->user_data;
-    call->instance[i] = NULL;
-    if (pro)
-      pro(params, NULL, user_data, &call->instance[i], correlation_id);
-    if (epi) {
-      call->epilogue[i] = epi;
-      call->user_data[i] = user_data;
-      active |= 1u << i;
-    }
-  }
-  self->depth--;
-  call->active = active;
-  /* Keep pinned only the tracers whose epilogue is still to run. */
-  atomic_store_explicit(&self->pinned, active, memory_order_release);
-  return active != 0;
-}
-
-void xpt_tracer_end(xpt_tracer_call_t *call, void *params, void *result) {
-  tracer_thread_t *self = &tracer_self;
-  uint64_t correlation_id = call->correlation_id;
-  self->depth++;
-  for (uint32_t m = call->active; m;) {
-    uint32_t i = 31u - (uint32_t)__builtin_clz(m);
-    m &= ~(1u << i);
-    call->epilogue[i](params, result, call->user_data[i], &call->instance[i], correlation_id);
-  }
-  self->depth--;
-  atomic_store_explicit(&self->pinned, 0, memory_order_release);
 }

@@ -8,7 +8,7 @@
 enum { FAKE_FN_ADD, FAKE_FN_NEG, FAKE_FN_NEST, FAKE_FN_IDLE, FAKE_FN_COUNT };
 typedef struct fake_params { int *x; } fake_params_t;
 
-static xpt_tracer_domain_t fake_domain = XPT_TRACER_DOMAIN_INIT(FAKE_FN_COUNT);
+XPT_TRACER_DOMAIN_DEFINE(static, fake_domain, FAKE_FN_COUNT);
 
 static int fake_impl(int fn, int x) {
   switch (fn) {
@@ -19,14 +19,11 @@ static int fake_impl(int fn, int x) {
 }
 
 __attribute__((noinline)) static int fake_call(int fn, int x) {
-  if (!xpt_tracer_any(&fake_domain))
+  if (!xpt_tracer_hooked(&fake_domain, (uint32_t)fn))
     return fake_impl(fn, x);
-  xpt_tracer_call_t call;
   fake_params_t params = {&x};
-  bool epilogues = xpt_tracer_begin(&fake_domain, &call, (uint32_t)fn, &params);
-  int result = fake_impl(fn, x);
-  if (epilogues)
-    xpt_tracer_end(&call, &params, &result);
+  int result;
+  XPT_TRACER_CALL(&fake_domain, (uint32_t)fn, &params, &result, result = fake_impl(fn, x));
   return result;
 }
 

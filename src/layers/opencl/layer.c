@@ -11,11 +11,11 @@
 
 cl_icd_dispatch layer_next;
 static cl_icd_dispatch layer_dispatch;
-static xpt_tracer_domain_t layer_domain = XPT_TRACER_DOMAIN_INIT(XPT_CL_FN_COUNT);
+XPT_TRACER_DOMAIN_DEFINE(static, layer_domain, XPT_CL_FN_COUNT);
 static uint8_t layer_api_stream = XPTI_INVALID_STREAM_ID;
 uint8_t layer_graph_stream = XPTI_INVALID_STREAM_ID;
-static bool layer_api_on;
-bool layer_graph_on;
+/* A dispatcher is loaded: ask it per call whether anyone listens. */
+static bool layer_xpti_live;
 
 #define XPT_CL_FN(ret, name, n, ...) #name,
 #define XPT_CL_FN_VOID(name, n, ...) #name,
@@ -46,43 +46,55 @@ static const char *const layer_function_names[XPT_CL_FN_COUNT] = {
 #define LAYER_PARAMS(n, ...) LAYER_VOID_##n XPT_CL_ARGS(n, XPT_CL_DECL, XPT_CL_COMMA, ##__VA_ARGS__)
 #define LAYER_ARGS(n, ...) XPT_CL_ARGS(n, XPT_CL_NAME, XPT_CL_COMMA, ##__VA_ARGS__)
 
-/* Something beyond a plain pass-through is needed for this function. */
+/* Something beyond a plain pass-through may be needed: a tracer has a
+ * callback on this function, or an XPTI dispatcher is loaded. */
 #define LAYER_HOOKED(id)                                                                   \
-  __builtin_expect((int)xpt_tracer_any(&layer_domain) | (int)layer_api_on |               \
-                       (int)(layer_graph_fn(id) && layer_graph_on),                       \
+  __builtin_expect((int)(atomic_load_explicit(&layer_domain_lists[id], memory_order_relaxed) != \
+                         NULL) |                                                            \
+                       (int)layer_xpti_live,                                                \
                    0)
 
-static inline void layer_notify(uint16_t type, xpt_cl_api_call_t *data) {
-  if (layer_api_on && !xpt_tracer_in_callback())
+static inline void layer_notify(bool on, uint16_t type, xpt_cl_api_call_t *data) {
+  if (on && !xpt_tracer_in_callback())
     (void)xptiNotifySubscribers(layer_api_stream, type, NULL, NULL, data->correlation_id, data);
 }
 
-/* The slow path: tracers, XPTI and graph around the real call.  The graph
- * step sees the arguments after the prologues changed them.  With tracers
- * only (the common tool case) the XPTI and graph work is skipped whole. */
+/* The slow path: tracers, XPTI and graph around the real call.  Whether a
+ * stream has a subscriber is asked per call (lock-free in the dispatcher),
+ * so one that registers late is honoured.  The graph step sees the
+ * arguments after the prologues changed them. */
 #define LAYER_TRACED_BODY(id, name, result_ptr, call_expr)                                  \
-  xpt_tracer_call_t call;                                                                   \
-  call.correlation_id = 0;                                                                  \
-  bool epilogues = xpt_tracer_begin(&layer_domain, &call, id, &params);                      \
-  if (__builtin_expect((int)layer_api_on | (int)(layer_graph_fn(id) && layer_graph_on), 0)) { \
-    xpt_cl_api_call_t data = {id, #name, &params, NULL, call.correlation_id};                \
-    if (layer_api_on && !data.correlation_id)                                               \
+  const xpt_tracer_list_t *tracers = xpt_tracer_enter_at(&layer_domain, &layer_domain_lists[id]); \
+  void *instance[XPT_TRACER_MAX];                                                           \
+  uint64_t correlation_id = 0;                                                              \
+  if (tracers) {                                                                            \
+    correlation_id = xpt_tracer_new_id();                                                   \
+    xpt_tracer_prologues(tracers, &params, instance, correlation_id);                       \
+  }                                                                                         \
+  bool api_on = false, graph_on = false;                                                    \
+  if (__builtin_expect(layer_xpti_live, 0)) {                                               \
+    api_on = xptiCheckTraceEnabled(layer_api_stream, 0);                                    \
+    graph_on = layer_graph_fn(id) && xptiCheckTraceEnabled(layer_graph_stream, 0);          \
+  }                                                                                         \
+  if (__builtin_expect((int)api_on | (int)graph_on, 0)) {                                   \
+    xpt_cl_api_call_t data = {id, #name, &params, NULL, correlation_id};                     \
+    if (api_on && !data.correlation_id)                                                     \
       data.correlation_id = xpt_tracer_next_correlation_id();                               \
-    layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data);                               \
+    layer_notify(api_on, XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data);                       \
     graph_call_t graph;                                                                     \
     graph.active = false;                                                                   \
-    if (layer_graph_fn(id) && layer_graph_on)                                               \
+    if (graph_on)                                                                           \
       graph_before(id, &params, &graph, __builtin_return_address(0));                       \
     call_expr;                                                                              \
     if (graph.active)                                                                       \
       graph_after(id, &params, result_ptr, &graph);                                         \
     data.return_value = result_ptr;                                                         \
-    layer_notify(XPTI_TRACE_FUNCTION_WITH_ARGS_END, &data);                                 \
+    layer_notify(api_on, XPTI_TRACE_FUNCTION_WITH_ARGS_END, &data);                         \
   } else {                                                                                  \
     call_expr;                                                                              \
   }                                                                                         \
-  if (epilogues)                                                                            \
-    xpt_tracer_end(&call, &params, result_ptr);
+  if (tracers)                                                                              \
+    xpt_tracer_epilogues(tracers, &params, result_ptr, instance, correlation_id);
 
 #define XPT_CL_FN(ret, name, n, ...)                                                         \
   static __attribute__((noinline)) ret layer_traced_##name(LAYER_PARAMS(n, ##__VA_ARGS__)) { \
@@ -148,20 +160,18 @@ XPT_CL_API CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_na
 }
 
 static void layer_xpti_init(void) {
-  /* Streams are announced once; subscribers register their callbacks in
-   * xptiTraceInit, so whether anyone listens is known right after. */
-  if (!xptiTraceEnabled())
+  /* Streams are announced once (subscribers loaded at start register in
+   * xptiTraceInit); a FAIL means no dispatcher, and then nothing can ever
+   * listen.  Otherwise the per-call check decides. */
+  if (xptiInitialize("opencl.api", 1, 0, "1.0") == XPTI_RESULT_FAIL)
     return;
-  if (xptiInitialize("opencl.api", 1, 0, "1.0") == XPTI_RESULT_SUCCESS) {
-    layer_api_stream = xptiRegisterStream("opencl.api");
-    layer_api_on = xptiCheckTraceEnabled(layer_api_stream, 0);
-  }
-  if (xptiInitialize("opencl.graph", 1, 0, "1.0") == XPTI_RESULT_SUCCESS) {
-    layer_graph_stream = xptiRegisterStream("opencl.graph");
-    layer_graph_on = xptiCheckTraceEnabled(layer_graph_stream, 0);
-  }
-  if (layer_graph_on)
-    graph_init();
+  (void)xptiInitialize("opencl.graph", 1, 0, "1.0");
+  layer_api_stream = xptiRegisterStream("opencl.api");
+  layer_graph_stream = xptiRegisterStream("opencl.graph");
+  if (layer_api_stream == XPTI_INVALID_STREAM_ID || layer_graph_stream == XPTI_INVALID_STREAM_ID)
+    return;
+  graph_init();
+  layer_xpti_live = true;
 }
 
 XPT_CL_API CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries,

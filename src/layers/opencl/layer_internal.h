@@ -11,8 +11,6 @@
 /* The next layer (or the loader's dispatch) below us. */
 extern cl_icd_dispatch layer_next;
 extern uint8_t layer_graph_stream;
-/* Set once at clInitLayer: the opencl.graph stream has a subscriber. */
-extern bool layer_graph_on;
 
 /* The functions the graph stream needs to see: queue creation, enqueues,
  * waits and event releases.  A constant for every id after inlining. */
