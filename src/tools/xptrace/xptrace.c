@@ -16,6 +16,9 @@
 #include <xpti/xpti_data_types.h>
 
 #include "xpt_collector.h"
+/* The sampler's settings parsers: the command refuses what the library
+ * would ignore. */
+#include "../../sampler/sampler_config.h"
 
 #ifndef XPTRACE_VERSION
 #define XPTRACE_VERSION "unknown"
@@ -84,10 +87,13 @@ static bool lib_exists(const char *library) {
 
 static const char usage_main[] =
     "usage: xptrace run [options] -- command [args...]\n"
+    "       xptrace sample [options] -- command [args...]\n"
     "       xptrace avail\n"
     "       xptrace --help | --version\n"
-    "Run a program with XPTI tracing on and collectors loaded; 'xptrace run --help'\n"
-    "lists the options, 'xptrace avail' the collectors and environment variables.\n";
+    "run: run a program with XPTI tracing on and collectors loaded.\n"
+    "sample: profile any program by sampling its call stacks (flame graph input).\n"
+    "'xptrace run --help' and 'xptrace sample --help' list the options, 'xptrace avail'\n"
+    "the collectors and environment variables.\n";
 
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
@@ -98,6 +104,24 @@ static const char usage_run[] =
     "      --buffer-policy P    flush (default: write full buffers) or ring (keep newest)\n"
     "      --streams LIST       record only these streams (comma list; shell patterns)\n"
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
+    "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
+    "                           the XPTRACE_SAMPLE_* variables)\n"
+    "  -v, --verbose            print the environment and command before running\n"
+    "  -h, --help               this help\n"
+    "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
+    "127 if the command cannot be found.\n";
+
+static const char usage_sample[] =
+    "usage: xptrace sample [options] -- command [args...]\n"
+    "Sample the call stacks of every thread of the command (and of its forked\n"
+    "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
+    "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
+    "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
+    "      --periods SPEC       sample only inside time windows: space-separated\n"
+    "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
+    "                           process_cputime; seconds; cycles 0 = forever)\n"
+    "      --depth N            deepest stack recorded, 1 to 512 frames (default 64)\n"
+    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -143,6 +167,8 @@ static int cmd_avail(int argc, char **argv) {
     printf("  %-9s %-66s [%s]\n", collectors[i].name, collectors[i].description,
            lib_exists(collectors[i].library) ? "found" : "not found");
   printf("  dispatcher libxptifw.so [%s]\n", lib_exists("libxptifw.so") ? "found" : "not found");
+  printf("  sampler   libxptrace_sampler.so (xptrace sample, run --sample) [%s]\n",
+         lib_exists("libxptrace_sampler.so") ? "found" : "not found");
 
   static const char *const env[][2] = {
       {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run: 1)"},
@@ -155,10 +181,16 @@ static int cmd_avail(int argc, char **argv) {
       {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
       {"XPTRACE_STREAMS", "unset: every stream"},
       {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
+      {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
+      {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
+      {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
+      {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
+      {"XPTRACE_SAMPLE_DEPTH", "64 (frames, 1-512; sample --depth)"},
+      {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
   };
   printf("\nEnvironment (default):\n");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)
-    printf("  %-26s %s\n", env[i][0], env[i][1]);
+    printf("  %-28s %s\n", env[i][0], env[i][1]);
 
   printf("\nTrace point types (value):\n");
   static const uint16_t types[] = {
@@ -333,131 +365,69 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
   }
 }
 
-static int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL };
-  static const struct option longopts[] = {
-      {"output", required_argument, NULL, 'o'},
-      {"collectors", required_argument, NULL, 'c'},
-      {"format", required_argument, NULL, OPT_FORMAT},
-      {"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
-      {"buffer-policy", required_argument, NULL, OPT_BUFFER_POLICY},
-      {"streams", required_argument, NULL, OPT_STREAMS},
-      {"opencl", no_argument, NULL, OPT_OPENCL},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  run_options_t o = {.collectors = "perfetto,stats"};
-  opterr = 0;
-  optind = 1;
-  int opt;
-  /* "+": options end at the command, whose own options are its own. */
-  while ((opt = getopt_long(argc, argv, "+:o:c:vh", longopts, NULL)) != -1) {
-    switch (opt) {
-    case 'o': o.output = optarg; break;
-    case 'c': o.collectors = optarg; break;
-    case OPT_FORMAT: o.format = optarg; break;
-    case OPT_BUFFER_SIZE: o.buffer_size = optarg; break;
-    case OPT_BUFFER_POLICY: o.buffer_policy = optarg; break;
-    case OPT_STREAMS: o.streams = optarg; break;
-    case OPT_OPENCL: o.opencl = true; break;
-    case 'v': o.verbose = true; break;
-    case 'h': fputs(usage_run, stdout); return 0;
-    case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_run, "unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (optind >= argc)
-    return usage_error(usage_run, "missing command");
+/* ---- launching (run and sample) --------------------------------------- */
 
-  if (o.format && strcmp(o.format, "perfetto") != 0 && strcmp(o.format, "json") != 0)
-    return usage_error(usage_run, "unknown format '%s' (perfetto or json)", o.format);
-  uint64_t size;
-  if (o.buffer_size && (!xpt_parse_size(o.buffer_size, &size) || size == 0))
-    return usage_error(usage_run, "buffer size '%s' is not a size (e.g. 4096, 64K, 64M, 1G)",
-                       o.buffer_size);
-  if (o.buffer_policy && strcmp(o.buffer_policy, "flush") != 0 &&
-      strcmp(o.buffer_policy, "ring") != 0)
-    return usage_error(usage_run, "unknown buffer policy '%s' (flush or ring)", o.buffer_policy);
-  if (o.streams && !*o.streams)
-    return usage_error(usage_run, "empty stream list");
-  bool chosen[NCOLLECTORS] = {false};
-  char subscribers[4 * (PATH_MAX + 64)];
-  int rc = run_collectors(o.collectors, subscribers, sizeof subscribers, chosen);
-  if (rc)
-    return rc;
-  char dispatcher[PATH_MAX + 64];
-  lib_path("libxptifw.so", dispatcher, sizeof dispatcher);
-  if (access(dispatcher, R_OK) != 0)
-    return usage_error(usage_run, "dispatcher not installed: %s: %s", dispatcher,
-                       strerror(errno));
-  char layer[PATH_MAX + 64] = "";
-  if (o.opencl) {
-    lib_path("libxptrace_opencl.so", layer, sizeof layer);
-    if (access(layer, R_OK) != 0)
-      return usage_error(usage_run, "OpenCL layer not installed: %s: %s", layer,
-                         strerror(errno));
-  }
-
-  char **command = &argv[optind];
-  if (!command_found(command[0])) {
-    fprintf(stderr, "xptrace: command not found: %s\n", command[0]);
-    return EXIT_NOT_FOUND;
-  }
-
-  /* The output folder exists before the program starts, so that its
-   * name can be printed and a bad one refused. */
-  char dir[PATH_MAX];
-  if (o.output) {
-    snprintf(dir, sizeof dir, "%s", o.output);
+/* The output folder, absolute, created before the program starts so that
+ * its name can be printed and a bad one refused. */
+static int output_dir_prepare(const char *usage, const char *output, const char *command0,
+                              char *dir, size_t len) {
+  if (output) {
+    snprintf(dir, len, "%s", output);
   } else {
-    const char *base = strrchr(command[0], '/');
-    snprintf(dir, sizeof dir, "xptrace-%s-%d", base ? base + 1 : command[0], (int)getpid());
+    const char *base = strrchr(command0, '/');
+    snprintf(dir, len, "xptrace-%s-%d", base ? base + 1 : command0, (int)getpid());
   }
   if (dir[0] != '/') {
     char cwd[PATH_MAX], joined[2 * PATH_MAX + 1];
     if (!getcwd(cwd, sizeof cwd))
-      return usage_error(usage_run, "cannot read the current folder: %s", strerror(errno));
+      return usage_error(usage, "cannot read the current folder: %s", strerror(errno));
     snprintf(joined, sizeof joined, "%s/%s", cwd, dir);
-    if (snprintf(dir, sizeof dir, "%s", joined) >= (int)sizeof dir)
-      return usage_error(usage_run, "output directory name too long");
+    if (snprintf(dir, len, "%s", joined) >= (int)len)
+      return usage_error(usage, "output directory name too long");
   }
   int err = make_dirs(dir);
   if (err)
-    return usage_error(usage_run, "cannot create output directory '%s': %s", dir, strerror(err));
+    return usage_error(usage, "cannot create output directory '%s': %s", dir, strerror(err));
+  return 0;
+}
 
-  set_env(o.verbose, "XPTI_TRACE_ENABLE", "1");
-  set_env(o.verbose, "XPTI_FRAMEWORK_DISPATCHER", dispatcher);
-  set_env(o.verbose, "XPTI_SUBSCRIBERS", subscribers);
-  set_env(o.verbose, "XPTRACE_OUTPUT", dir);
-  if (o.format)
-    set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
-  if (o.buffer_size)
-    set_env(o.verbose, "XPTRACE_BUFFER_SIZE", o.buffer_size);
-  if (o.buffer_policy)
-    set_env(o.verbose, "XPTRACE_BUFFER_POLICY", o.buffer_policy);
-  if (o.streams)
-    set_env(o.verbose, "XPTRACE_STREAMS", o.streams);
-  if (chosen[2] && !getenv("XPTI_TEXT_OUTPUT")) {
-    char text[PATH_MAX + 16];
-    snprintf(text, sizeof text, "%s/text.log", dir);
-    set_env(o.verbose, "XPTI_TEXT_OUTPUT", text);
+/* LD_PRELOAD gets the sampler first, before what the user preloads. */
+static int preload_sampler(const char *usage, bool verbose) {
+  char sampler[PATH_MAX + 64];
+  lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  if (access(sampler, R_OK) != 0)
+    return usage_error(usage, "sampler not installed: %s: %s", sampler, strerror(errno));
+  const char *preload = getenv("LD_PRELOAD");
+  if (preload && *preload) {
+    size_t n = strlen(preload) + strlen(sampler) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+      return 1;
+    snprintf(joined, n, "%s:%s", sampler, preload);
+    set_env(verbose, "LD_PRELOAD", joined);
+    free(joined);
+  } else {
+    set_env(verbose, "LD_PRELOAD", sampler);
   }
-  if (o.opencl) {
-    const char *layers = getenv("OPENCL_LAYERS");
-    if (layers && *layers) {
-      size_t n = strlen(layers) + strlen(layer) + 2;
-      char *joined = malloc(n);
-      if (!joined)
-        return 1;
-      snprintf(joined, n, "%s:%s", layers, layer);
-      set_env(o.verbose, "OPENCL_LAYERS", joined);
-      free(joined);
-    } else {
-      set_env(o.verbose, "OPENCL_LAYERS", layer);
-    }
-  }
-  if (o.verbose) {
+  /* A sampled xptrace's own root marker is not the command's. */
+  unsetenv("XPTRACE_SAMPLE_ROOT_PID");
+  return 0;
+}
+
+static void print_sample_outputs(const char *dir) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/samples.folded", dir);
+  if (access(path, R_OK) == 0)
+    fprintf(stderr, "xptrace: samples %s (flamegraph.pl, speedscope), %s/samples.csv\n", path, dir);
+  else
+    fprintf(stderr, "xptrace: no samples written (%s missing)\n", path);
+}
+
+/* Run the command with the environment set up, wait for it; returns its
+ * exit status (128+N when killed by signal N).  `after` prints what it
+ * left, before the status is reported. */
+static int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx) {
+  if (verbose) {
     fputs("xptrace: running", stderr);
     for (char **a = command; *a; ++a)
       fprintf(stderr, " %s", *a);
@@ -495,13 +465,236 @@ static int cmd_run(int argc, char **argv) {
       return 1;
     }
   }
-  print_outputs(dir, chosen, o.format);
+  if (after)
+    after(ctx);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     fprintf(stderr, "xptrace: %s killed by signal %d (%s)\n", command[0], sig, signal_name(sig));
     return 128 + sig;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+typedef struct run_outputs {
+  const char *dir;
+  const bool *chosen;
+  const char *format;
+  bool sample;
+} run_outputs_t;
+
+static void run_after(const void *ctx) {
+  const run_outputs_t *r = ctx;
+  print_outputs(r->dir, r->chosen, r->format);
+  if (r->sample)
+    print_sample_outputs(r->dir);
+}
+
+static int cmd_run(int argc, char **argv) {
+  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE };
+  static const struct option longopts[] = {
+      {"output", required_argument, NULL, 'o'},
+      {"collectors", required_argument, NULL, 'c'},
+      {"format", required_argument, NULL, OPT_FORMAT},
+      {"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
+      {"buffer-policy", required_argument, NULL, OPT_BUFFER_POLICY},
+      {"streams", required_argument, NULL, OPT_STREAMS},
+      {"opencl", no_argument, NULL, OPT_OPENCL},
+      {"sample", no_argument, NULL, OPT_SAMPLE},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  run_options_t o = {.collectors = "perfetto,stats"};
+  bool sample = false;
+  opterr = 0;
+  optind = 1;
+  int opt;
+  /* "+": options end at the command, whose own options are its own. */
+  while ((opt = getopt_long(argc, argv, "+:o:c:vh", longopts, NULL)) != -1) {
+    switch (opt) {
+    case 'o': o.output = optarg; break;
+    case 'c': o.collectors = optarg; break;
+    case OPT_FORMAT: o.format = optarg; break;
+    case OPT_BUFFER_SIZE: o.buffer_size = optarg; break;
+    case OPT_BUFFER_POLICY: o.buffer_policy = optarg; break;
+    case OPT_STREAMS: o.streams = optarg; break;
+    case OPT_OPENCL: o.opencl = true; break;
+    case OPT_SAMPLE: sample = true; break;
+    case 'v': o.verbose = true; break;
+    case 'h': fputs(usage_run, stdout); return 0;
+    case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error(usage_run, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return usage_error(usage_run, "missing command");
+
+  if (o.format && strcmp(o.format, "perfetto") != 0 && strcmp(o.format, "json") != 0)
+    return usage_error(usage_run, "unknown format '%s' (perfetto or json)", o.format);
+  uint64_t size;
+  if (o.buffer_size && (!xpt_parse_size(o.buffer_size, &size) || size == 0))
+    return usage_error(usage_run, "buffer size '%s' is not a size (e.g. 4096, 64K, 64M, 1G)",
+                       o.buffer_size);
+  if (o.buffer_policy && strcmp(o.buffer_policy, "flush") != 0 &&
+      strcmp(o.buffer_policy, "ring") != 0)
+    return usage_error(usage_run, "unknown buffer policy '%s' (flush or ring)", o.buffer_policy);
+  if (o.streams && !*o.streams)
+    return usage_error(usage_run, "empty stream list");
+  bool chosen[NCOLLECTORS] = {false};
+  char subscribers[4 * (PATH_MAX + 64)];
+  int rc = run_collectors(o.collectors, subscribers, sizeof subscribers, chosen);
+  if (rc)
+    return rc;
+  char dispatcher[PATH_MAX + 64];
+  lib_path("libxptifw.so", dispatcher, sizeof dispatcher);
+  if (access(dispatcher, R_OK) != 0)
+    return usage_error(usage_run, "dispatcher not installed: %s: %s", dispatcher,
+                       strerror(errno));
+  char layer[PATH_MAX + 64] = "";
+  if (o.opencl) {
+    lib_path("libxptrace_opencl.so", layer, sizeof layer);
+    if (access(layer, R_OK) != 0)
+      return usage_error(usage_run, "OpenCL layer not installed: %s: %s", layer,
+                         strerror(errno));
+  }
+  char sampler[PATH_MAX + 64];
+  lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  if (sample && access(sampler, R_OK) != 0)
+    return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
+
+  char **command = &argv[optind];
+  if (!command_found(command[0])) {
+    fprintf(stderr, "xptrace: command not found: %s\n", command[0]);
+    return EXIT_NOT_FOUND;
+  }
+
+  char dir[PATH_MAX];
+  rc = output_dir_prepare(usage_run, o.output, command[0], dir, sizeof dir);
+  if (rc)
+    return rc;
+
+  set_env(o.verbose, "XPTI_TRACE_ENABLE", "1");
+  set_env(o.verbose, "XPTI_FRAMEWORK_DISPATCHER", dispatcher);
+  set_env(o.verbose, "XPTI_SUBSCRIBERS", subscribers);
+  set_env(o.verbose, "XPTRACE_OUTPUT", dir);
+  if (o.format)
+    set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
+  if (o.buffer_size)
+    set_env(o.verbose, "XPTRACE_BUFFER_SIZE", o.buffer_size);
+  if (o.buffer_policy)
+    set_env(o.verbose, "XPTRACE_BUFFER_POLICY", o.buffer_policy);
+  if (o.streams)
+    set_env(o.verbose, "XPTRACE_STREAMS", o.streams);
+  if (chosen[2] && !getenv("XPTI_TEXT_OUTPUT")) {
+    char text[PATH_MAX + 16];
+    snprintf(text, sizeof text, "%s/text.log", dir);
+    set_env(o.verbose, "XPTI_TEXT_OUTPUT", text);
+  }
+  if (o.opencl) {
+    const char *layers = getenv("OPENCL_LAYERS");
+    if (layers && *layers) {
+      size_t n = strlen(layers) + strlen(layer) + 2;
+      char *joined = malloc(n);
+      if (!joined)
+        return 1;
+      snprintf(joined, n, "%s:%s", layers, layer);
+      set_env(o.verbose, "OPENCL_LAYERS", joined);
+      free(joined);
+    } else {
+      set_env(o.verbose, "OPENCL_LAYERS", layer);
+    }
+  }
+  if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
+    return rc;
+  run_outputs_t outputs = {dir, chosen, o.format, sample};
+  return launch_and_wait(command, o.verbose, run_after, &outputs);
+}
+
+/* ---- sample --------------------------------------------------------------- */
+
+static void sample_after(const void *ctx) {
+  const char *dir = ctx;
+  fprintf(stderr, "xptrace: output in %s\n", dir);
+  print_sample_outputs(dir);
+}
+
+static int cmd_sample(int argc, char **argv) {
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH };
+  static const struct option longopts[] = {
+      {"freq", required_argument, NULL, 'f'},
+      {"clock", required_argument, NULL, OPT_CLOCK},
+      {"periods", required_argument, NULL, OPT_PERIODS},
+      {"depth", required_argument, NULL, OPT_DEPTH},
+      {"output", required_argument, NULL, 'o'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
+  bool verbose = false;
+  opterr = 0;
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "+:f:o:vh", longopts, NULL)) != -1) {
+    switch (opt) {
+    case 'f': freq = optarg; break;
+    case OPT_CLOCK: clock = optarg; break;
+    case OPT_PERIODS: periods = optarg; break;
+    case OPT_DEPTH: depth = optarg; break;
+    case 'o': output = optarg; break;
+    case 'v': verbose = true; break;
+    case 'h': fputs(usage_sample, stdout); return 0;
+    case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error(usage_sample, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return usage_error(usage_sample, "missing command");
+  double hz;
+  if (freq && !sampler_parse_freq(freq, &hz))
+    return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
+  bool on[SAMPLER_NCLOCKS];
+  if (clock && !sampler_parse_clock(clock, on))
+    return usage_error(usage_sample, "unknown clock '%s' (cputime, realtime or both)", clock);
+  unsigned frames;
+  if (depth && !sampler_parse_depth(depth, &frames))
+    return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
+  sampler_period_t specs[SAMPLER_MAX_PERIODS];
+  size_t nspecs;
+  char bad[64];
+  if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
+    return usage_error(usage_sample,
+                       "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
+                       "or process_cputime; seconds; duration > 0)",
+                       bad[0] ? bad : periods);
+  char sampler[PATH_MAX + 64];
+  lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  if (access(sampler, R_OK) != 0)
+    return usage_error(usage_sample, "sampler not installed: %s: %s", sampler, strerror(errno));
+
+  char **command = &argv[optind];
+  if (!command_found(command[0])) {
+    fprintf(stderr, "xptrace: command not found: %s\n", command[0]);
+    return EXIT_NOT_FOUND;
+  }
+  char dir[PATH_MAX];
+  int rc = output_dir_prepare(usage_sample, output, command[0], dir, sizeof dir);
+  if (rc)
+    return rc;
+  set_env(verbose, "XPTRACE_OUTPUT", dir);
+  if (freq)
+    set_env(verbose, "XPTRACE_SAMPLE_FREQ", freq);
+  if (clock)
+    set_env(verbose, "XPTRACE_SAMPLE_CLOCK", clock);
+  if (depth)
+    set_env(verbose, "XPTRACE_SAMPLE_DEPTH", depth);
+  if (periods)
+    set_env(verbose, "XPTRACE_SAMPLE_PERIODS", periods);
+  if ((rc = preload_sampler(usage_sample, verbose)) != 0)
+    return rc;
+  return launch_and_wait(command, verbose, sample_after, dir);
 }
 
 int main(int argc, char **argv) {
@@ -511,6 +704,8 @@ int main(int argc, char **argv) {
   const char *sub = argv[1];
   if (strcmp(sub, "run") == 0)
     return cmd_run(argc - 1, argv + 1);
+  if (strcmp(sub, "sample") == 0)
+    return cmd_sample(argc - 1, argv + 1);
   if (strcmp(sub, "avail") == 0)
     return cmd_avail(argc - 1, argv + 1);
   if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
