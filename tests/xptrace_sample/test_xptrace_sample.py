@@ -1,0 +1,146 @@
+"""Tests of `xptrace sample` and `xptrace run --sample`.
+
+usage: test_xptrace_sample.py MODE XPTRACE WORK_PROGRAM SAMPLES_PY_DIR SCRATCH
+MODE: bad-input | help | sample | periods | preload | nested | run-sample
+"""
+import os
+import shutil
+import sys
+
+mode, xptrace, work, helpers, scratch = sys.argv[1:6]
+sys.path.insert(0, helpers)
+from samples import Checker, run, read_folded, inclusive, total  # noqa: E402
+
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+c = Checker(mode)
+marker = os.path.join(scratch, "marker")
+
+
+def xp(*args, env=None):
+    return run([xptrace] + list(args), env=env, cwd=scratch)
+
+
+def expect_usage_error(want, *args):
+    if os.path.exists(marker):
+        os.remove(marker)
+    rc, out, err = xp(*args)
+    c.check(rc == 2, f"{args}: exit {rc}, expected 2")
+    c.check(want in err, f"{args}: no '{want}' in: {err}")
+    lines = err.splitlines()
+    c.check(bool(lines) and lines[0].startswith("xptrace: "), f"{args}: first line {lines[:1]}")
+    c.check(sum(1 for line in lines if line.startswith("xptrace: ")) == 1, f"{args}: message lines: {err}")
+    c.check(any(line.startswith("usage: xptrace sample") or line.startswith("usage: xptrace run")
+                for line in lines), f"{args}: no usage")
+    c.check(not os.path.exists(marker), f"{args}: the command was run")
+
+
+def folded(out, name="samples.folded"):
+    return read_folded(os.path.join(scratch, out, name))
+
+
+if mode == "bad-input":
+    t = ["--", "touch", marker]
+    expect_usage_error("unknown option '--bogus'", "sample", "--bogus", *t)
+    expect_usage_error("frequency 'fast' is not a number of Hz", "sample", "-f", "fast", *t)
+    expect_usage_error("frequency '0' is not a number of Hz", "sample", "--freq", "0", *t)
+    expect_usage_error("frequency '-3' is not a number of Hz", "sample", "--freq=-3", *t)
+    expect_usage_error("unknown clock 'sundial'", "sample", "--clock", "sundial", *t)
+    expect_usage_error("depth '0' is not a number of frames", "sample", "--depth", "0", *t)
+    expect_usage_error("depth '9999' is not a number of frames", "sample", "--depth", "9999", *t)
+    expect_usage_error("period 'realtime:1:0:1' is not", "sample", "--periods", "realtime:1:0:1", *t)
+    expect_usage_error("period 'wallclock:1:1:1' is not", "sample", "--periods", "realtime:0:1:1 wallclock:1:1:1", *t)
+    expect_usage_error("period '1:1' is not", "sample", "--periods", "1:1", *t)
+    expect_usage_error("period 'realtime:1:1:1.5' is not", "sample", "--periods", "realtime:1:1:1.5", *t)
+    expect_usage_error("option '--periods' needs a value", "sample", "--periods")
+    expect_usage_error("option '-f' needs a value", "sample", "-f")
+    expect_usage_error("missing command", "sample", "-f", "10")
+    expect_usage_error("missing command", "sample", "--")
+    with open(os.path.join(scratch, "plainfile"), "w"):
+        pass
+    expect_usage_error("cannot create output directory", "sample", "-o", "plainfile/out", *t)
+    rc, out, err = xp("sample", "-o", "notrun", "--", "./no-such-command")
+    c.check(rc == 127 and "command not found: ./no-such-command" in err, f"missing command: {rc} {err}")
+    c.check(not os.path.exists(os.path.join(scratch, "notrun")), "output folder made for a missing command")
+
+elif mode == "help":
+    for args in (["sample", "--help"], ["sample", "-h"]):
+        rc, out, err = xp(*args)
+        c.check(rc == 0 and out.startswith("usage: xptrace sample"), f"{args}: {rc} {out}")
+        for word in ("--freq", "--clock", "--periods", "--depth", "--output", "clock:delay:duration:cycles"):
+            c.check(word in out, f"sample --help lacks {word}")
+    rc, out, err = xp("--help")
+    c.check("xptrace sample" in out, "--help does not mention sample")
+    rc, out, err = xp("run", "--help")
+    c.check("--sample" in out, "run --help does not mention --sample")
+    rc, out, err = xp("avail")
+    for word in ("libxptrace_sampler.so", "XPTRACE_SAMPLE_FREQ", "XPTRACE_SAMPLE_CLOCK",
+                 "XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_DEPTH",
+                 "XPTRACE_SAMPLE_PERIODS"):
+        c.check(word in out, f"avail lacks {word}")
+    c.check("libxptrace_sampler.so (xptrace sample, run --sample) [found]" in out, "avail: sampler not found")
+
+elif mode == "sample":
+    rc, out, err = xp("sample", "-f", "150", "--clock", "both", "--depth", "32", "-o", "s", "--",
+                      work, "threads", "2")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    d = os.path.join(scratch, "s")
+    c.check(f"xptrace: output in {d}" in err, f"output line: {err}")
+    c.check(f"xptrace: samples {d}/samples.folded" in err, f"samples line: {err}")
+    for name in ("samples.folded", "samples.csv", "samples_realtime.folded", "samples_realtime.csv"):
+        c.check(os.path.exists(os.path.join(d, name)), f"{name} missing")
+    cpu, rt = folded("s"), folded("s", "samples_realtime.folded")
+    c.check(cpu is not None and inclusive(cpu, "heavy_work") > inclusive(cpu, "light_work") > 0, "cputime stacks")
+    c.check(rt is not None and inclusive(rt, "heavy_work") > 0, "realtime stacks")
+    # The main thread waits in pthread_join: seen by wall time only.
+    c.check(rt is not None and inclusive(rt, "run_threads", "[main]") > 0, "realtime: no waiting main thread")
+    c.check("cputime samples at 150 Hz" in err and "realtime samples at 150 Hz" in err, f"summary: {err}")
+    # Exit status and death by signal are the command's.
+    rc, out, err = xp("sample", "-o", "t", "--", work, "term", "1")
+    c.check(rc == 128 + 15 and "killed by signal 15 (SIGTERM)" in err, f"term: {rc} {err}")
+    c.check(folded("t") is not None and total(folded("t")) > 0, "term: samples not written")
+    rc, out, err = xp("sample", "-o", "u", "--", work, "no-such-mode")
+    c.check(rc == 2, f"exit status of the command: {rc}")
+    # Default folder name.
+    rc, out, err = xp("sample", "--", work, "threads", "1")
+    dirs = [x for x in os.listdir(scratch) if x.startswith("xptrace-sampler_work-")]
+    c.check(rc == 0 and len(dirs) == 1, f"default folder: {dirs}")
+
+elif mode == "periods":
+    rc, out, err = xp("sample", "--periods", "realtime:100:1:1", "-o", "none", "--", work, "threads", "1")
+    c.check(rc == 0 and folded("none") == [], f"excluded run has samples: {folded('none')}")
+    rc, out, err = xp("sample", "--periods", "realtime:0:100:0", "-o", "all", "--", work, "threads", "1")
+    c.check(rc == 0 and folded("all") and total(folded("all")) > 0, "included run has no samples")
+
+elif mode == "preload":
+    # The user's LD_PRELOAD is kept, after the sampler.
+    libm = "libm.so.6"
+    rc, out, err = xp("sample", "-v", "-o", "p", "--", work, "threads", "1", env={"LD_PRELOAD": libm})
+    lines = [line for line in err.splitlines() if line.startswith("xptrace: LD_PRELOAD=")]
+    c.check(len(lines) == 1 and lines[0].endswith("libxptrace_sampler.so:" + libm), f"LD_PRELOAD: {lines}")
+    c.check("xptrace: running " in err, "verbose: no command line")
+    c.check(rc == 0 and folded("p") and total(folded("p")) > 0, "no samples with a user preload")
+
+elif mode == "nested":
+    # Two programs exec'd by a sampled shell each write their own folder.
+    script = f"'{work}' threads 1; '{work}' threads 1"
+    rc, out, err = xp("sample", "-o", "n", "--", "/bin/sh", "-c", script)
+    c.check(rc == 0, f"exit {rc}: {err}")
+    sub = sorted(x for x in os.listdir(os.path.join(scratch, "n")) if x.startswith("sampler_work-"))
+    c.check(len(sub) == 2, f"nested folders: {os.listdir(os.path.join(scratch, 'n'))}")
+    for s in sub:
+        st = folded(os.path.join("n", s))
+        c.check(st is not None and inclusive(st, "heavy_work") > 0, f"{s}: no samples")
+
+elif mode == "run-sample":
+    rc, out, err = xp("run", "--sample", "-c", "stats", "-o", "r", "--", work, "threads", "1")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    d = os.path.join(scratch, "r")
+    st = folded("r")
+    c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample: {st}")
+    c.check(f"xptrace: samples {d}/samples.folded" in err, f"run --sample output line: {err}")
+
+else:
+    c.check(False, f"unknown mode {mode}")
+
+sys.exit(c.done())
