@@ -3,7 +3,9 @@
  * four.  The program runs itself twice: without OPENCL_LAYERS for the
  * direct cost, with it for the rest.  Floors from the same run.
  *
- *   bench_cl_layer /path/to/libxptrace_opencl.so [repetitions] */
+ *   bench_cl_layer /path/to/libxptrace_opencl.so [repetitions]
+ *   bench_cl_layer LAYER --callgrind TRACERS CALLS   (one batch, for
+ *       valgrind --tool=callgrind --toggle-collect=bench_calls) */
 #define CL_TARGET_OPENCL_VERSION 300
 #include "bench_floors.h"
 #include <CL/cl.h>
@@ -31,6 +33,12 @@ static double measure(int reps) {
   return bench_median(v, (size_t)reps);
 }
 
+/* One batch of calls, a symbol of its own for callgrind --toggle-collect. */
+__attribute__((noinline)) static void bench_calls(int calls) {
+  for (int i = 0; i < calls; i++)
+    bench_sink += (uint64_t)clSetKernelArg(kernel, 0, sizeof(buffer), &buffer);
+}
+
 static void empty_cb(void *params, void *result, void *user, void **inst, uint64_t corr) {
   (void)params, (void)result, (void)user, (void)inst, (void)corr;
 }
@@ -53,15 +61,9 @@ static int setup(void) {
   return err == CL_SUCCESS ? 0 : -1;
 }
 
-/* Child: print the costs of this process's configuration, one per line. */
-static int child(const char *layer, int reps) {
-  if (setup() != 0) {
-    fprintf(stderr, "xptrace: no OpenCL device\n");
-    return 77;
-  }
-  printf("%.3f\n", measure(reps));
-  if (!layer)
-    return 0;
+/* Adds `count` tracers with an empty prologue and epilogue on
+ * clSetKernelArg, each measured after if `reps` (when 1 or 4 are on). */
+static int add_tracers(const char *layer, int count, int reps) {
   void *h = dlopen(layer, RTLD_NOW | RTLD_NOLOAD);
   if (!h) {
     fprintf(stderr, "xptrace: layer %s not loaded (ocl-icd without layer support?)\n", layer);
@@ -78,16 +80,37 @@ static int child(const char *layer, int reps) {
   if (!create || !reg || !enable)
     return 1;
   xpt_cl_tracer_desc_t desc = {XPT_CL_TRACER_DESC_VERSION, NULL};
-  for (int t = 0; t < 4; t++) {
+  for (int t = 0; t < count; t++) {
     xpt_cl_tracer_handle_t tr;
     if (create(&desc, &tr) != XPT_CL_SUCCESS)
       return 1;
     reg(tr, XPT_CL_PROLOGUE, XPT_CL_FN_clSetKernelArg, empty_cb);
     reg(tr, XPT_CL_EPILOGUE, XPT_CL_FN_clSetKernelArg, empty_cb);
     enable(tr, true);
-    if (t == 0 || t == 3)
+    if (reps && (t == 0 || t == 3))
       printf("%.3f\n", measure(reps));
   }
+  return 0;
+}
+
+/* Child: print the costs of this process's configuration, one per line. */
+static int child(const char *layer, int reps) {
+  if (setup() != 0) {
+    fprintf(stderr, "xptrace: no OpenCL device\n");
+    return 77;
+  }
+  printf("%.3f\n", measure(reps));
+  return layer ? add_tracers(layer, 4, reps) : 0;
+}
+
+/* For callgrind: one batch of calls with `tracers` tracers (layer loaded
+ * through OPENCL_LAYERS) or without the layer. */
+static int callgrind_run(const char *layer, int tracers, int calls) {
+  if (setup() != 0)
+    return 77;
+  if (layer && add_tracers(layer, tracers, 0) != 0)
+    return 1;
+  bench_calls(calls);
   return 0;
 }
 
@@ -109,6 +132,10 @@ static int run_child(const char *self, const char *layer, bool with_layer, int r
 }
 
 int main(int argc, char **argv) {
+  if (argc > 4 && !strcmp(argv[2], "--callgrind")) {
+    const char *layers = getenv("OPENCL_LAYERS");
+    return callgrind_run(layers && *layers ? argv[1] : NULL, atoi(argv[3]), atoi(argv[4]));
+  }
   if (argc > 2 && !strcmp(argv[2], "--child")) {
     const char *layers = getenv("OPENCL_LAYERS");
     return child(layers && *layers ? argv[1] : NULL, argc > 3 ? atoi(argv[3]) : 7);

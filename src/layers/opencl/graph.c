@@ -111,6 +111,24 @@ static Dwfl *graph_dwfl_open(void) {
   return d;
 }
 
+/* libdw maps an address to its CU through .debug_aranges only, and treats
+ * a missing section as "no addresses"; clang (since 11, so 14's DWARF 5
+ * too) emits none by default.  Fall back to walking the module's units and
+ * asking each unit DIE for the address (DW_AT_ranges / low_pc, any form). */
+static const char *graph_src_by_unit(Dwfl_Module *m, Dwarf_Addr pc, int *line) {
+  Dwarf_Addr bias;
+  Dwarf *dw = dwfl_module_getdwarf(m, &bias);
+  Dwarf_CU *cu = NULL;
+  Dwarf_Die unit;
+  while (dw && dwarf_get_units(dw, cu, &cu, NULL, NULL, &unit, NULL) == 0) {
+    if (dwarf_haspc(&unit, pc - bias) != 1)
+      continue;
+    Dwarf_Line *l = dwarf_getsrc_die(&unit, pc - bias);
+    return l && dwarf_lineno(l, line) == 0 ? dwarf_linesrc(l, NULL, NULL) : NULL;
+  }
+  return NULL;
+}
+
 /* file:line of a return address through libdw, cached per address. */
 static void graph_resolve(const void *address, char *file, size_t file_size, uint32_t *line) {
   file[0] = 0;
@@ -128,6 +146,8 @@ static void graph_resolve(const void *address, char *file, size_t file_size, uin
     Dwfl_Line *l = m ? dwfl_module_getsrc(m, pc) : NULL;
     int ln = 0;
     const char *src = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
+    if (!src && m)
+      src = graph_src_by_unit(m, pc, &ln);
     if (src) {
       snprintf(slot->file, sizeof(slot->file), "%s", src);
       slot->line = (uint32_t)ln;
