@@ -46,13 +46,10 @@ static const char *const layer_function_names[XPT_CL_FN_COUNT] = {
 #define LAYER_PARAMS(n, ...) LAYER_VOID_##n XPT_CL_ARGS(n, XPT_CL_DECL, XPT_CL_COMMA, ##__VA_ARGS__)
 #define LAYER_ARGS(n, ...) XPT_CL_ARGS(n, XPT_CL_NAME, XPT_CL_COMMA, ##__VA_ARGS__)
 
-/* Something beyond a plain pass-through may be needed: a tracer has a
- * callback on this function, or an XPTI dispatcher is loaded. */
+/* A tracer has a callback on this function.  (With an XPTI dispatcher
+ * loaded the traced functions are installed directly instead.) */
 #define LAYER_HOOKED(id)                                                                   \
-  __builtin_expect((int)(atomic_load_explicit(&layer_domain_lists[id], memory_order_relaxed) != \
-                         NULL) |                                                            \
-                       (int)layer_xpti_live,                                                \
-                   0)
+  __builtin_expect(atomic_load_explicit(&layer_domain_lists[id], memory_order_relaxed) != NULL, 0)
 
 static inline void layer_notify(bool on, uint16_t type, xpt_cl_api_call_t *data) {
   if (on && !xpt_tracer_in_callback())
@@ -187,14 +184,18 @@ XPT_CL_API CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
   memcpy(&layer_next, target_dispatch,
          (num_entries < ours ? num_entries : ours) * sizeof(void *));
   layer_dispatch = layer_next; /* opaque entries pass straight through */
-#define XPT_CL_FN(ret, name, n, ...) layer_dispatch.name = layer_##name;
-#define XPT_CL_FN_VOID(name, n, ...) layer_dispatch.name = layer_##name;
+  layer_xpti_init();
+  /* Decided once: with a dispatcher every call asks it, so the wrappers
+   * that only look for tracers would be one more hop. */
+#define XPT_CL_FN(ret, name, n, ...)                                                         \
+  layer_dispatch.name = layer_xpti_live ? layer_traced_##name : layer_##name;
+#define XPT_CL_FN_VOID(name, n, ...)                                                         \
+  layer_dispatch.name = layer_xpti_live ? layer_traced_##name : layer_##name;
 #define XPT_CL_OPAQUE(name)
 #include <xptrace/cl_api.def>
 #undef XPT_CL_FN
 #undef XPT_CL_FN_VOID
 #undef XPT_CL_OPAQUE
-  layer_xpti_init();
   *num_entries_ret = ours;
   *layer_dispatch_ret = &layer_dispatch;
   return CL_SUCCESS;
