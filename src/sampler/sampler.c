@@ -399,7 +399,10 @@ static void timer_start_locked(sampler_thread_t *t, int k) {
   sev.sigev_notify_thread_id = t->info.tid;
   clockid_t clock = k == SAMPLER_CPUTIME ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   if (timer_create(clock, &sev, &t->timer[k]) != 0) {
-    ++t->info.dropped;
+    static atomic_bool told;
+    if (!atomic_exchange(&told, true))
+      fprintf(stderr, "xptrace: cannot create a %s sampling timer: %s; threads without one are not sampled\n",
+              clock_names[k], strerror(errno));
     return;
   }
   double period = 1.0 / cfg.freq[k];
@@ -769,7 +772,8 @@ static bool install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]) {
   struct sigaction cur;
   if (real_sigaction(sig, NULL, &cur) != 0)
     return false;
-  if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
+  /* An inherited SIG_IGN is no handler: ours ignores what is not ours. */
+  if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
     fprintf(stderr, "xptrace: SIG%s already has a handler; %s sampling disabled\n",
             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", clock_names[k]);
     return false;
