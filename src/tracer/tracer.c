@@ -348,3 +348,13 @@ int xpt_tracer_destroy(xpt_tracer_t *t) {
   free(t);
   return XPT_TRACER_OK;
 }
+
+size_t xpt_tracer_retired_blocks(xpt_tracer_domain_t *d) {
+  size_t n = 0;
+  pthread_mutex_lock(&d->lock);
+  (void)domain_reclaim_locked(d);
+  for (tracer_block_t *b = d->retired; b; b = b->next)
+    n++;
+  pthread_mutex_unlock(&d->lock);
+  return n;
+}

@@ -81,6 +81,8 @@ int xpt_tracer_set_all(xpt_tracer_t *tracer, bool epilogue, const xpt_tracer_fn_
 int xpt_tracer_reset(xpt_tracer_t *tracer);
 int xpt_tracer_set_enabled(xpt_tracer_t *tracer, bool enabled);
 int xpt_tracer_destroy(xpt_tracer_t *tracer);
+/* Replaced list blocks not freed yet (pinned by a call in flight); tests. */
+size_t xpt_tracer_retired_blocks(xpt_tracer_domain_t *domain);
 
 /* ---- call path --------------------------------------------------------- */
 

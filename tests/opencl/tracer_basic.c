@@ -44,6 +44,19 @@ static void nest_pro(void *p, void *r, void *u, void **i, uint64_t c) {
   nested_result = fake_call(FAKE_FN_ADD, 1); /* must not be traced */
 }
 
+static int counted;
+static void count_pro(void *p, void *r, void *u, void **i, uint64_t c) {
+  (void)p, (void)r, (void)u, (void)i, (void)c;
+  counted++;
+}
+static int nest_body(int x) { return fake_call(FAKE_FN_ADD, x); }
+static xpt_tracer_t *nest_tracer;
+static int in_call_destroy_rc = 1;
+static int destroy_in_call(int x) {
+  in_call_destroy_rc = xpt_tracer_destroy(nest_tracer);
+  return x;
+}
+
 int main(void) {
   static char names[3] = {'a', 'b', 'c'};
   xpt_tracer_t *t[3];
@@ -119,6 +132,28 @@ int main(void) {
   fake_call(FAKE_FN_NEST, 0);
   CHECK(nest_calls == 1 && nested_result == 2);
   CHECK(!xpt_tracer_in_callback());
+  CHECK(xpt_tracer_destroy(nest) == XPT_TRACER_OK);
+
+  /* a call made inside a traced call, outside any callback (the API
+   * calling itself, an XPTI subscriber calling it), runs no tracer either:
+   * one pin per thread */
+  CHECK(xpt_tracer_create(&fake_domain, NULL, &nest) == XPT_TRACER_OK);
+  CHECK(xpt_tracer_set_callback(nest, false, FAKE_FN_NEST, count_pro) == XPT_TRACER_OK);
+  CHECK(xpt_tracer_set_callback(nest, true, FAKE_FN_NEST, count_pro) == XPT_TRACER_OK);
+  CHECK(xpt_tracer_set_callback(nest, false, FAKE_FN_ADD, count_pro) == XPT_TRACER_OK);
+  CHECK(xpt_tracer_set_enabled(nest, true) == XPT_TRACER_OK);
+  fake_nest_body = nest_body;
+  CHECK(fake_call(FAKE_FN_NEST, 5) == 6);
+  CHECK(counted == 2); /* NEST's prologue and epilogue, not ADD's */
+  CHECK(fake_call(FAKE_FN_ADD, 5) == 6);
+  CHECK(counted == 3); /* ADD outside is traced */
+  /* destroying a tracer of the call in flight from there would wait for
+   * itself: refused too */
+  nest_tracer = nest;
+  fake_nest_body = destroy_in_call;
+  CHECK(fake_call(FAKE_FN_NEST, 5) == 5);
+  CHECK(in_call_destroy_rc == XPT_TRACER_IN_CALLBACK);
+  fake_nest_body = NULL;
   CHECK(xpt_tracer_destroy(nest) == XPT_TRACER_OK);
 
   /* destroy from inside its own callback is an error, not a deadlock */

@@ -10,10 +10,14 @@ typedef struct fake_params { int *x; } fake_params_t;
 
 XPT_TRACER_DOMAIN_DEFINE(static, fake_domain, FAKE_FN_COUNT);
 
+/* What FAKE_FN_NEST does besides returning x (e.g. another API call). */
+static int (*fake_nest_body)(int x);
+
 static int fake_impl(int fn, int x) {
   switch (fn) {
   case FAKE_FN_ADD: return x + 1;
   case FAKE_FN_NEG: return -x;
+  case FAKE_FN_NEST: return fake_nest_body ? fake_nest_body(x) : x;
   default: return x;
   }
 }

@@ -72,6 +72,8 @@ static void test_pairing(void) {
     total += atomic_load(&stats[k].prologues);
   }
   CHECK(atomic_load(&stats[0].prologues) == (long)CALLERS * calls_per_thread);
+  /* every list replaced by the toggling was freed once no call pinned it */
+  CHECK(xpt_tracer_retired_blocks(&fake_domain) == 0);
   /* re-enable after all that churn always works */
   for (int k = 0; k < TRACERS; k++) {
     CHECK(xpt_tracer_set_enabled(tracers[k], false) == XPT_TRACER_OK);
@@ -164,6 +166,7 @@ static void test_churn(void) {
     pthread_join(ch[i], NULL);
   CHECK(atomic_load(&churn_calls) % 2 == 0); /* prologue and epilogue both counted */
   CHECK(!xpt_tracer_any(&fake_domain));
+  CHECK(xpt_tracer_retired_blocks(&fake_domain) == 0);
   printf("churn: %ld callbacks\n", atomic_load(&churn_calls));
 }
 
