@@ -450,11 +450,20 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_INVALIDARG;
   cb_list_t *l = list_of(stream, trace_type);
   cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
-  if (LIKELY(l && !every) && atomic_load_explicit(&l->count, memory_order_acquire) == 1) {
-    const cb_entry_t *e = &l->entry[0]; /* the common case */
+  /* the two common cases: one per-type callback, or one stream-wide one */
+  if (!every) {
+    if (LIKELY(l != NULL) && atomic_load_explicit(&l->count, memory_order_acquire) == 1) {
+      const cb_entry_t *e = &l->entry[0];
+      if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
+        ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
+            trace_type, parent, event, instance, user_data);
+      return XPTI_RESULT_SUCCESS;
+    }
+  } else if (!l && atomic_load_explicit(&every->count, memory_order_acquire) == 1) {
+    const cb_entry_t *e = &every->entry[0];
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-      ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
-          trace_type, parent, event, instance, user_data);
+      ((xpti_stream_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
+          stream, trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
   return notify_slow(stream, l, every, trace_type, parent, event, instance, user_data);
