@@ -662,6 +662,8 @@ static void sampler_finish(void) {
   }
   pthread_mutex_unlock(&sampler.registry_lock);
   summary.nthreads = infos ? i : 0;
+  /* Programs exec'd by the sampled one (make, sh -c ...): one line each. */
+  summary.brief = !sampler.forked && sampler.root_pid != getpid();
   summary.threads = infos;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
     summary.on[k] = sampler.signo[k] != 0;

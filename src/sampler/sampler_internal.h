@@ -54,6 +54,7 @@ typedef struct sampler_summary {
   double freq[SAMPLER_NCLOCKS];
   const char *signal_note[SAMPLER_NCLOCKS]; /* why a clock stopped early, or NULL */
   uint64_t dropped;                         /* every thread, and samples with no thread */
+  bool brief;                               /* no top-functions table (exec'd descendants) */
   size_t nthreads;
   const sampler_thread_info_t *threads;
 } sampler_summary_t;

@@ -532,7 +532,7 @@ static void report_clock(symbolizer_t *s, const char *dir, const sampler_summary
   if (sum->signal_note[clock])
     fprintf(stderr, "xptrace sample: %s sampling stopped early: the program %s its signal\n",
             clock == SAMPLER_CPUTIME ? "cputime" : "realtime", sum->signal_note[clock]);
-  if (nfns) {
+  if (nfns && !sum->brief) {
     fprintf(stderr, "  %6s %6s %8s  %s\n", "self%", "incl%", "samples", "function (module)");
     for (size_t i = 0; i < nfns && i < 20; ++i)
       fprintf(stderr, "  %6.1f %6.1f %8llu  %s (%s)\n", (double)fns[i]->self * scale,

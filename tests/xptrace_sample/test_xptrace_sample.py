@@ -128,6 +128,9 @@ elif mode == "nested":
     c.check(rc == 0, f"exit {rc}: {err}")
     sub = sorted(x for x in os.listdir(os.path.join(scratch, "n")) if x.startswith("sampler_work-"))
     c.check(len(sub) == 2, f"nested folders: {os.listdir(os.path.join(scratch, 'n'))}")
+    # One summary line each, no top-functions table.
+    c.check("self%" not in err, f"nested programs print tables: {err}")
+    c.check(err.count("cputime samples at") == 2, f"nested summaries: {err}")
     for s in sub:
         st = folded(os.path.join("n", s))
         c.check(st is not None and inclusive(st, "heavy_work") > 0, f"{s}: no samples")
