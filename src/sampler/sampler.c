@@ -673,7 +673,14 @@ static void sampler_finish(void) {
 
   pthread_mutex_lock(&sampler.report_lock);
   handoff_drain_locked();
-  if (!atomic_exchange(&sampler.finished, true)) {
+  uint64_t samples = 0;
+  for (size_t j = 0; j < summary.nthreads; ++j)
+    for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
+      samples += infos[j].samples[k];
+  /* Forked children and exec'd programs with nothing to show (shell
+   * subshells, short helpers) stay silent and leave no folder. */
+  bool quiet = (sampler.forked || sampler.root_pid != getpid()) && samples == 0 && summary.dropped == 0;
+  if (!atomic_exchange(&sampler.finished, true) && !quiet) {
     char buf[PATH_MAX];
     const char *dir = sampler_output_dir(buf, sizeof buf);
     if (dir)
