@@ -71,7 +71,8 @@ static inline void layer_notify(bool on, uint16_t type, xpt_cl_api_call_t *data)
   bool api_on = false, graph_on = false;                                                    \
   if (__builtin_expect(layer_xpti_live, 0)) {                                               \
     api_on = xptiCheckTraceEnabled(layer_api_stream, 0);                                    \
-    graph_on = layer_graph_fn(id) && xptiCheckTraceEnabled(layer_graph_stream, 0);          \
+    graph_on = layer_graph_fn(id) &&                                                       \
+               (layer_graph_always(id) || xptiCheckTraceEnabled(layer_graph_stream, 0));    \
   }                                                                                         \
   if (__builtin_expect((int)api_on | (int)graph_on, 0)) {                                   \
     xpt_cl_api_call_t data = {id, #name, &params, NULL, correlation_id};                     \

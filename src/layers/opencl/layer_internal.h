@@ -59,6 +59,24 @@ static inline bool layer_graph_fn(uint32_t fn) {
   }
 }
 
+/* Graph bookkeeping that runs whenever a dispatcher is loaded, listener
+ * or not: queues get profiling from the start (so a listener that comes
+ * later sees device times) and keep reporting the program's properties
+ * after a listener left; waits deliver pending completions. */
+static inline bool layer_graph_always(uint32_t fn) {
+  switch (fn) {
+  case XPT_CL_FN_clCreateCommandQueue:
+  case XPT_CL_FN_clCreateCommandQueueWithProperties:
+  case XPT_CL_FN_clGetCommandQueueInfo:
+  case XPT_CL_FN_clFinish:
+  case XPT_CL_FN_clWaitForEvents:
+  case XPT_CL_FN_clReleaseEvent:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /* What graph_before changed in the arguments, restored by graph_after. */
 typedef struct graph_call {
   bool active;
