@@ -18,7 +18,7 @@
 #include "xpt_collector.h"
 /* The sampler's settings parsers: the command refuses what the library
  * would ignore. */
-#include "../../sampler/sampler_config.h"
+#include "sampler_config.h"
 
 #ifndef XPTRACE_VERSION
 #define XPTRACE_VERSION "unknown"
@@ -180,6 +180,8 @@ static int cmd_avail(int argc, char **argv) {
       {"XPTRACE_BUFFER_SIZE", "64M"},
       {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
       {"XPTRACE_STREAMS", "unset: every stream"},
+      {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
+      {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},
       {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
       {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
       {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
