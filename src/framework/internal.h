@@ -20,10 +20,13 @@
  * total stays within twice the live size. */
 XPTIFW_HIDDEN void retire(void *block);
 XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
+/* calloc, on huge pages when big. */
+XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 
 /* Bump allocator for immutable copies (strings, objects, payloads). */
 typedef struct arena {
   char *cur, *end;
+  size_t next_chunk;
 } arena_t;
 XPTIFW_HIDDEN void *arena_alloc(arena_t *a, size_t size, size_t align);
 
@@ -70,10 +73,13 @@ static inline uint64_t hash_mix(uint64_t h) {
 /* Each slot packs a pointer (x86-64/AArch64 user space: < 2^48) with the
  * top 16 bits of its hash, so a probe rejects non-matching slots without
  * touching the element: one cache miss for the slot, one for the match.
+ * The full hashes sit in a second array that only growth reads, so
+ * rehashing streams through two arrays instead of visiting every element.
  * Writers hold the owner's lock; readers are lock-free. */
 #define HINDEX_TAG_BITS 0xffff000000000000ull
 typedef struct hindex {
   uint64_t mask;
+  uint64_t *hash; /* [mask + 1], written and read under the owner's lock */
   _Atomic uint64_t slot[];
 } hindex_t;
 static inline void *hindex_ptr(uint64_t v) { return (void *)(uintptr_t)(v & ~HINDEX_TAG_BITS); }
@@ -83,13 +89,12 @@ static inline bool hindex_tag_matches(uint64_t v, uint64_t hash) {
 XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
 /* Store p (whose hash is hash) in the free slot a probe ended on. */
 static inline void hindex_store(hindex_t *h, uint64_t free_slot, const void *p, uint64_t hash) {
+  h->hash[free_slot] = hash;
   atomic_store_explicit(&h->slot[free_slot], (uint64_t)(uintptr_t)p | (hash & HINDEX_TAG_BITS),
                         memory_order_release);
 }
-/* Publish a twice-as-large copy in *where when more than half full; the
- * elements' full hash is the uint64_t at hash_offset. */
-XPTIFW_HIDDEN void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
-                                         size_t hash_offset);
+/* Publish a twice-as-large copy in *where when more than half full. */
+XPTIFW_HIDDEN void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count);
 
 /* ---- interning tables: strings and objects --------------------------- */
 typedef struct intern_entry {
@@ -136,16 +141,19 @@ typedef struct metadata_block {
   } item[];
 } metadata_block_t;
 
-/* The event comes first so that an event pointer is its trace point. */
+/* The event comes first so that an event pointer is its trace point.
+ * 256 bytes, allocated on cache lines: one trace point per 4 lines, so
+ * visits from different threads never share a line. */
 typedef struct tracepoint {
   xpti_trace_event_data_t event;
   xpti_payload_t payload; /* strings point into the string table */
-  uint64_t key[3]; /* the 128-bit key (and code pointer), as payload.uid */
   uint64_t hash;   /* of the content: see probe_make */
   uint32_t name_len, file_len;
   _Atomic uint64_t instances;
   _Atomic(metadata_block_t *) metadata;
 } tracepoint_t;
+
+_Static_assert(sizeof(tracepoint_t) <= 256, "a trace point fits 4 cache lines");
 
 XPTIFW_HIDDEN tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t *event);
 XPTIFW_HIDDEN void registry_reset(void);

@@ -76,7 +76,7 @@ void registry_reset(void) {
     retire(old);
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
     atomic_store(&g_reg.by_uid.seg[k], NULL);
-  g_reg.arena.cur = g_reg.arena.end = NULL;
+  g_reg.arena = (arena_t){0};
   atomic_store(&g_reg.count, 0);
   pthread_mutex_unlock(&g_reg.lock);
 }
@@ -123,7 +123,8 @@ static inline bool same_text_len(const char *a, uint32_t a_len, const char *copy
 }
 
 static inline bool tp_matches(const tracepoint_t *tp, const tp_probe_t *q) {
-  return tp->hash == q->hash && tp->key[1] == q->line_column && tp->key[2] == q->code &&
+  return tp->hash == q->hash && tp->payload.uid.p2 == q->line_column &&
+         tp->payload.uid.p3 == q->code &&
          same_text_len(q->name, q->name_len, tp->payload.name, tp->name_len) &&
          same_text_len(q->file, q->file_len, tp->payload.source_file, tp->file_len);
 }
@@ -166,9 +167,6 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
   tp = arena_alloc(&g_reg.arena, sizeof *tp, 64);
   if (!tp || !idvec_set(&g_reg.by_uid, uid, tp))
     goto fail;
-  tp->key[0] = file_id << 32 | name_id;
-  tp->key[1] = q->line_column;
-  tp->key[2] = q->code;
   tp->hash = q->hash;
   tp->name_len = q->name_len;
   tp->file_len = q->file_len;
@@ -179,9 +177,9 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
   copy->column_no = p->column_no;
   copy->code_ptr_va = p->code_ptr_va;
   copy->internal = uid;
-  copy->uid.p1 = tp->key[0];
-  copy->uid.p2 = tp->key[1];
-  copy->uid.p3 = tp->key[2];
+  copy->uid.p1 = file_id << 32 | name_id; /* the 128-bit key: p1, p2 */
+  copy->uid.p2 = q->line_column;
+  copy->uid.p3 = q->code;
   copy->flags = (name ? XPTI_PAYLOAD_NAME_AVAILABLE : 0) |
                 (file ? XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE | XPTI_PAYLOAD_LINE_INFO_AVAILABLE |
                             XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE
@@ -202,7 +200,7 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
               XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
   atomic_store_explicit(&g_reg.count, uid, memory_order_release);
   hindex_store(s, free_slot, tp, q->hash);
-  hindex_grow_if_needed(&g_reg.slots, s, uid, offsetof(tracepoint_t, hash));
+  hindex_grow_if_needed(&g_reg.slots, s, uid);
   pthread_mutex_unlock(&g_reg.lock);
   return tp;
 fail:
