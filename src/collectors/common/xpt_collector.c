@@ -69,7 +69,7 @@ static void outdir_compute_base_locked(void) {
   outdir.pid = getpid();
 }
 
-static int mkdir_p(char *path) {
+int xpt_mkdir_p(char *path) {
   size_t len = strlen(path);
   while (len > 1 && path[len - 1] == '/')
     path[--len] = '\0';
@@ -108,7 +108,7 @@ const char *xpt_output_dir(void) {
     outdir.created = outdir.failed = false;
   }
   if (!outdir.created && !outdir.failed) {
-    int err = mkdir_p(outdir.path);
+    int err = xpt_mkdir_p(outdir.path);
     if (err == 0) {
       outdir.created = true;
     } else {

@@ -21,6 +21,9 @@
  * "xpti: cannot create output directory '<d>': <strerror>" and returns
  * NULL (again on later calls). */
 XPT_HIDDEN const char *xpt_output_dir(void);
+/* mkdir -p of path (trailing slashes are cut in place), then check it is a
+ * writable directory.  Returns 0 or an errno value. */
+int xpt_mkdir_p(char *path);
 
 /* Short program name (program_invocation_short_name). */
 XPT_HIDDEN const char *xpt_program_name(void);

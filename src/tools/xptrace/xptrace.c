@@ -305,24 +305,7 @@ static int make_dirs(const char *dir) {
   char path[PATH_MAX];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
     return ENAMETOOLONG;
-  for (char *p = path + 1; *p; ++p) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return errno;
-    *p = '/';
-  }
-  if (mkdir(path, 0777) != 0 && errno != EEXIST)
-    return errno;
-  struct stat st;
-  if (stat(path, &st) != 0)
-    return errno;
-  if (!S_ISDIR(st.st_mode))
-    return ENOTDIR;
-  if (access(path, W_OK | X_OK) != 0)
-    return errno;
-  return 0;
+  return xpt_mkdir_p(path);
 }
 
 static const char *signal_name(int sig) {
