@@ -209,6 +209,44 @@ _Static_assert(offsetof(xpti_trace_event_data_t, global_user_data) == 112, "even
 _Static_assert(offsetof(xpti_trace_event_data_t, flags) == 120, "event layout");
 #endif
 
+/* User data of function_with_args_begin/_end (the reference layout):
+ * which function, its arguments and, at the end, its return value. */
+typedef struct xpti_function_with_args_t {
+  uint32_t function_id;
+  const char *function_name;
+  void *args_data;
+  void *ret_data;
+  void *user_data;
+} xpti_function_with_args_t;
+
+/* User data of mem_alloc_* and mem_release_* (the reference layout). */
+typedef struct xpti_mem_alloc_data_t {
+  uint64_t mem_object_handle;
+  uint64_t alloc_pointer;
+  uint64_t alloc_size;
+  uint64_t guard_zone;
+} xpti_mem_alloc_data_t;
+
+/* The name a notification's user data carries when it has no event, by
+ * the protocol of the predefined types: function_begin/_end and
+ * diagnostics pass a C string, function_with_args_* an
+ * xpti_function_with_args_t.  NULL for every other type. */
+static inline const char *xpti_user_data_name(uint16_t trace_type, const void *user_data) {
+  if (!user_data)
+    return NULL;
+  switch (trace_type) {
+  case XPTI_TRACE_FUNCTION_BEGIN:
+  case XPTI_TRACE_FUNCTION_END:
+  case XPTI_TRACE_DIAGNOSTICS:
+    return (const char *)user_data;
+  case XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN:
+  case XPTI_TRACE_FUNCTION_WITH_ARGS_END:
+    return ((const xpti_function_with_args_t *)user_data)->function_name;
+  default:
+    return NULL;
+  }
+}
+
 #ifndef __cplusplus
 /* The value xptiLookupObject returns for an unknown id. */
 #define XPTI_OBJECT_DATA_NONE ((xpti_object_data_t){0, NULL, 0})

@@ -188,7 +188,10 @@ XPT_CL_API const char *xpt_cl_function_name(xpt_cl_function_id_t function);
 
 /* ---- XPTI streams ---------------------------------------------------
  * "opencl.api": function_with_args_begin / _end around every call, event
- * NULL, instance = correlation id, user data = xpt_cl_api_call_t. */
+ * NULL, instance = correlation id, user data = xpt_cl_api_call_t, laid out
+ * as XPTI's xpti_function_with_args_t (function_id, function_name,
+ * args_data, ret_data, then the correlation id in place of user_data), so
+ * any collector names the call with xpti_user_data_name(). */
 typedef struct xpt_cl_api_call_t {
   uint32_t function_id;      /* xpt_cl_function_id_t */
   const char *function_name;

@@ -203,7 +203,7 @@ int main(void) {
          uid, inst);
   expect("fmt edge_create <unnamed> uid=%" PRIu64 " instance=42 src=- source=11 target=12 "
          "parent=%" PRIu64, auid, uid);
-  expect("fmt function_begin <unnamed> uid=0 instance=3 src=-");
+  expect("fmt function_begin \"user data\" uid=0 instance=3 src=-"); /* the name user data carries */
   for (int t = 0; t < 20; t++)
     expect("fmt tool\\x20%d:user3_end <unnamed> uid=%" PRIu64 " instance=%d src=- source=11 "
            "target=12", t, auid, t);

@@ -48,10 +48,6 @@ static void pt_writer_wake(void);
 static bool pt_next_chunk(struct pt_thread *t);
 static struct pt_thread *pt_thread_new(void);
 
-/* With a NULL event, function_begin and diagnostics pass a name string. */
-static inline bool pt_user_data_is_name(uint16_t type) {
-  return type == XPTI_TRACE_FUNCTION_BEGIN || type == XPTI_TRACE_DIAGNOSTICS;
-}
 
 /* Everything but the common case: no thread state or chunk yet, a full
  * chunk, a NULL event (maybe with an inline name). */
@@ -66,9 +62,12 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
       return;
     }
   }
+  /* Without an event, begins and instants take the name their user data
+   * carries (function names); ends need none. */
   uint32_t name_len = 0;
-  if (event == NULL && user_data && pt_user_data_is_name(type))
-    name_len = (uint32_t)strnlen((const char *)user_data, PT_NAME_MAX);
+  const char *name = event == NULL && (type & 1) == 0 ? xpti_user_data_name(type, user_data) : NULL;
+  if (name)
+    name_len = (uint32_t)strnlen(name, PT_NAME_MAX);
   uint32_t size = pt_rec_size(name_len);
   uint64_t ts = tsc ? pt_ticks() : pt_now();
   struct pt_chunk *c = t->cur;
@@ -90,7 +89,7 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
   r->pad = 0;
   r->name_len = name_len;
   if (name_len)
-    memcpy(r + 1, user_data, name_len);
+    memcpy(r + 1, name, name_len);
   atomic_store_explicit(&c->committed, off + size, memory_order_release);
 }
 

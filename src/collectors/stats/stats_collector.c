@@ -221,9 +221,8 @@ static const char *stats_event_name(stats_thread_t *t, uint16_t type,
     return payload && payload->name ? payload->name : "<unnamed>";
   }
   /* Function notifications without an event carry the function name. */
-  if (user_data && (type == XPTI_TRACE_FUNCTION_BEGIN || type == XPTI_TRACE_FUNCTION_END))
-    return stats_intern_name(t, (const char *)user_data);
-  return "<no event>";
+  const char *name = xpti_user_data_name(type, user_data);
+  return name ? stats_intern_name(t, name) : "<no event>";
 }
 
 static bool stats_push(stats_thread_t *t, stats_frame_t frame) {

@@ -334,7 +334,8 @@ static void text_put_stream_name(text_line_t *l, uint8_t stream) {
 
 static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
                         xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
-  (void)user_data; /* its meaning is the stream's protocol; never dereferenced */
+  /* user data is the stream's protocol: read only where the predefined
+   * types define it (a function's name) */
   text_line_t l;
   text_put_stream_name(&l, stream);
   text_put(&l, " ", 1);
@@ -342,8 +343,9 @@ static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *
 
   const xpti_payload_t *payload = event ? xptiQueryPayload(event) : NULL;
   text_put(&l, " ", 1);
-  if (payload && payload->name)
-    text_put_quoted(&l, payload->name, SIZE_MAX);
+  const char *name = payload ? payload->name : xpti_user_data_name(type, user_data);
+  if (name)
+    text_put_quoted(&l, name, SIZE_MAX);
   else
     text_puts(&l, "<unnamed>");
   text_printf(&l, " uid=%" PRIu64 " instance=%" PRIu64, event ? event->unique_id : 0, instance);

@@ -1,8 +1,19 @@
 /* libxptrace_opencl.so: an ocl-icd layer (OPENCL_LAYERS) that intercepts
  * every entry point of the ICD dispatch table, runs tracer callbacks and
  * emits the XPTI streams opencl.api and opencl.graph. */
+#include <stddef.h>
+
 #include "layer_internal.h"
 #include "xpt_tracer.h"
+#include "xpti/xpti_data_types.h"
+
+/* Collectors read "opencl.api" user data as xpti_function_with_args_t. */
+_Static_assert(offsetof(xpt_cl_api_call_t, function_name) ==
+                   offsetof(xpti_function_with_args_t, function_name), "api call layout");
+_Static_assert(offsetof(xpt_cl_api_call_t, args) == offsetof(xpti_function_with_args_t, args_data),
+               "api call layout");
+_Static_assert(offsetof(xpt_cl_api_call_t, return_value) ==
+                   offsetof(xpti_function_with_args_t, ret_data), "api call layout");
 
 #include <CL/cl_layer.h>
 #include <stdio.h>
