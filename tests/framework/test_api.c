@@ -348,6 +348,16 @@ static void test_life_cycle(void) {
   CHECK_EQ(xptiFrameworkFinalize(), XPTI_RESULT_SUCCESS);
 }
 
+static void test_user_data_names(void) {
+  xpti_function_with_args_t call = {7, "clFinish", NULL, NULL, NULL};
+  CHECK(!strcmp(xpti_user_data_name(XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &call), "clFinish"));
+  CHECK(!strcmp(xpti_user_data_name(XPTI_TRACE_FUNCTION_WITH_ARGS_END, &call), "clFinish"));
+  CHECK(!strcmp(xpti_user_data_name(XPTI_TRACE_FUNCTION_BEGIN, "f"), "f"));
+  CHECK(!strcmp(xpti_user_data_name(XPTI_TRACE_DIAGNOSTICS, "d"), "d"));
+  CHECK(xpti_user_data_name(XPTI_TRACE_TASK_BEGIN, "x") == NULL); /* not a name by protocol */
+  CHECK(xpti_user_data_name(XPTI_TRACE_FUNCTION_BEGIN, NULL) == NULL);
+}
+
 static void test_reset(void) {
   uint8_t s = xptiRegisterStream("reset.me");
   uint32_t sid = xptiRegisterString("reset-string", NULL);
@@ -377,6 +387,7 @@ int main(void) {
   test_stream_callbacks();
   test_ids_and_tls();
   test_life_cycle();
+  test_user_data_names();
   test_reset();
   return CHECK_DONE();
 }
