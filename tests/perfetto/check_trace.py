@@ -14,6 +14,14 @@ that unmatched begins/ends are allowed because drops cut slices),
 <ns> and the next one's, within 100 us: the TSC-to-ns conversion),
 --annotated N (slice begins and instants on thread tracks that carry
 annotations), --max-bytes-per-slice X (file size / slices).
+Device tracks (named children of the process track, JSON pseudo threads
+with a tid >= 2^30): --device-slices N, --device-lanes N, --lanes
+PREFIX=N (lanes whose name, without its " #k" lane suffix, starts with
+PREFIX), --device-flows N / --min-device-flows N (flows with both ends on
+device slices; each must start no later than it ends), --device-min-dur NS
+(every device slice lasts at least that), --window START,END (every device
+slice lies within, MONOTONIC ns).  Every lane's slices must be properly
+nested and in time order.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -23,6 +31,7 @@ import subprocess
 import sys
 
 MONOTONIC = 3
+LANE_TID = 1 << 30  # JSON pseudo threads of device lanes
 INCREMENTAL_MIN = 64
 
 
@@ -89,6 +98,9 @@ class Summary:
         self.threads = set()
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
         self.annotated = 0
+        self.dev_slices = []  # (lane name, begin, end)
+        self.lanes = {}  # lane key -> name
+        self.dev_flows = 0
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -110,6 +122,7 @@ def check_proto(proto_file, trace, args):
     last_ts = {}
     flow_starts = {}
     flow_ends = {}
+    flow_at = {}
     for i, p in enumerate(packets):
         seq_id = one(p, "trusted_packet_sequence_id", 0)
         if not seq_id:
@@ -201,6 +214,15 @@ def check_proto(proto_file, trace, args):
             flow_starts[f] = flow_starts.get(f, 0) + 1
         for f in te.get("terminating_flow_ids", []):
             flow_ends[f] = flow_ends.get(f, 0) + 1
+        tdesc = tracks[track]
+        is_lane = "thread" not in tdesc and "process" not in tdesc and \
+            one(tdesc, "name") not in (None, "graph") and "parent_uuid" in tdesc
+        if is_lane:
+            s.lanes[track] = one(tdesc, "name")
+        for f in te.get("flow_ids", []):
+            flow_at.setdefault(f, [None, None])[0] = (is_lane, ts)
+        for f in te.get("terminating_flow_ids", []):
+            flow_at.setdefault(f, [None, None])[1] = (is_lane, ts)
         stack = stacks.setdefault(track, [])
         if etype in ("TYPE_SLICE_BEGIN", "TYPE_INSTANT") and te.get("debug_annotations") and \
                 name != "xptrace: dropped events" and one(tracks[track], "name") != "graph":
@@ -209,14 +231,17 @@ def check_proto(proto_file, trace, args):
             if name is None:
                 fail("slice begin without a name")
             s.begins += 1
-            stack.append(name)
+            stack.append((name, ts))
         elif etype == "TYPE_SLICE_END":
             s.ends += 1
             if not stack:
                 s.unmatched += 1
             else:
                 s.slices += 1
-                s.name(stack.pop())
+                sname, begin = stack.pop()
+                s.name(sname)
+                if is_lane:
+                    s.dev_slices.append((s.lanes[track], begin, ts))
         elif etype == "TYPE_INSTANT":
             if name is None:
                 fail("instant without a name")
@@ -242,8 +267,17 @@ def check_proto(proto_file, trace, args):
     for f in flow_ends:
         if f not in flow_starts:
             fail("flow %d ends without a start" % f)
+    count_device_flows(s, flow_at)
     s.unmatched += sum(len(v) for v in stacks.values())
     return s
+
+
+def count_device_flows(s, flow_at):
+    for f, (start, end) in flow_at.items():
+        if start and end and start[0] and end[0]:
+            if start[1] > end[1]:
+                fail("device flow %s starts at %d, after its end at %d" % (f, start[1], end[1]))
+            s.dev_flows += 1
 
 
 def check_json(trace, args):
@@ -256,16 +290,24 @@ def check_json(trace, args):
     thread_names = {}
     starts = {}
     ends = {}
+    flow_at = {}
+    x_stacks = {}
     for e in events:
         ph = e["ph"]
         key = (e["pid"], e["tid"])
         if ph == "M":
             if e["name"] == "thread_name":
                 thread_names[key] = e["args"]["name"]
-                if e["tid"] != 0:
+                if e["tid"] >= LANE_TID:
+                    s.lanes[key] = e["args"]["name"]
+                elif e["tid"] != 0:
                     s.threads.add(key)
             continue
         ts = float(e["ts"])
+        is_lane = e["tid"] >= LANE_TID
+        if ph in "sf":
+            flow_at.setdefault(e["id"], [None, None])[0 if ph == "s" else 1] = \
+                (is_lane, round(ts * 1000))
         if ph in "BEiX":
             if ts < last_ts.get(key, 0):
                 fail("timestamps go back on %s" % (key,))
@@ -291,6 +333,22 @@ def check_json(trace, args):
             s.name(e["name"])
             if e["name"].startswith("clock "):
                 s.clock.append((int(e["name"][6:]), round(ts * 1000)))
+        elif ph == "X" and is_lane:
+            if key not in s.lanes:
+                fail("device slice on %s before its lane's name" % (key,))
+            begin = round(ts * 1000)
+            end = begin + round(float(e["dur"]) * 1000)
+            # properly nested: pop what ended, then fit inside the enclosing one
+            lane_stack = x_stacks.setdefault(key, [])
+            while lane_stack and lane_stack[-1] <= begin:
+                lane_stack.pop()
+            if lane_stack and end > lane_stack[-1]:
+                fail("device slice %s [%d, %d] overlaps its lane's enclosing slice" %
+                     (e["name"], begin, end))
+            lane_stack.append(end)
+            s.slices += 1
+            s.name(e["name"])
+            s.dev_slices.append((s.lanes[key], begin, end))
         elif ph == "X":
             s.nodes += 1
             s.name(e["name"])
@@ -304,6 +362,7 @@ def check_json(trace, args):
         if n != 1 or ends.get(f) != 1:
             fail("flow %s unbalanced" % f)
         s.flows += 1
+    count_device_flows(s, flow_at)
     s.unmatched += sum(len(v) for v in stacks.values())
     return s
 
@@ -321,15 +380,60 @@ def check_clock(samples, want):
     print("check_trace: %d clock samples within 100 us" % want)
 
 
+def lane_base(name):
+    m = re.match(r"^(.*) #(\d+)$", name)
+    return m.group(1) if m else name
+
+
+def check_device(s, a):
+    print("check_trace: device slices=%d lanes=%d device flows=%d" %
+          (len(s.dev_slices), len(s.lanes), s.dev_flows))
+    # every lane's slices: extra lanes of a track are numbered from #2 on
+    bases = {}
+    for name in s.lanes.values():
+        m = re.match(r"^(.*) #(\d+)$", name)
+        bases.setdefault(m.group(1) if m else name, []).append(int(m.group(2)) if m else 1)
+    for base, nums in bases.items():
+        if sorted(nums) != list(range(1, len(nums) + 1)):
+            fail("lanes of %r are numbered %s" % (base, sorted(nums)))
+    if a.device_slices is not None and len(s.dev_slices) != a.device_slices:
+        fail("expected %d device slices, found %d" % (a.device_slices, len(s.dev_slices)))
+    if a.device_lanes is not None and len(s.lanes) != a.device_lanes:
+        fail("expected %d device lanes, found %d (%s)" % (a.device_lanes, len(s.lanes),
+                                                           sorted(s.lanes.values())))
+    if a.device_flows is not None and s.dev_flows != a.device_flows:
+        fail("expected %d device flows, found %d" % (a.device_flows, s.dev_flows))
+    if a.min_device_flows is not None and s.dev_flows < a.min_device_flows:
+        fail("expected at least %d device flows, found %d" % (a.min_device_flows, s.dev_flows))
+    for spec in a.lanes:
+        prefix, want = spec.rsplit("=", 1)
+        got = sum(1 for n in s.lanes.values() if lane_base(n).startswith(prefix))
+        if got != int(want):
+            fail("expected %s lanes named %r..., found %d (%s)" % (want, prefix, got,
+                                                                 sorted(s.lanes.values())))
+    for lane, begin, end in s.dev_slices:
+        if a.device_min_dur is not None and end - begin < a.device_min_dur:
+            fail("device slice on %r lasts %d ns, expected at least %d" %
+                 (lane, end - begin, a.device_min_dur))
+        if a.window:
+            lo, hi = (int(x) for x in a.window.split(","))
+            if begin < lo or end > hi:
+                fail("device slice on %r [%d, %d] outside the run [%d, %d]" %
+                     (lane, begin, end, lo, hi))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("format", choices=["proto", "json"])
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads",
-                "clock_samples", "annotated"):
+                "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
+                "min_device_flows", "device_min_dur"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
+    ap.add_argument("--lanes", action="append", default=[])
+    ap.add_argument("--window")
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -362,6 +466,7 @@ def main():
             fail("%.2f bytes per slice, expected at most %.2f" % (per, a.max_bytes_per_slice))
     if a.clock_samples is not None:
         check_clock(s.clock, a.clock_samples)
+    check_device(s, a)
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

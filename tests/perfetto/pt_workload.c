@@ -6,6 +6,10 @@
  *     tool is registered after xptiInitialize (nothing else).
  *   pt_workload clock: CLOCK_SAMPLES instants named "clock <ns>", <ns> read
  *     from CLOCK_MONOTONIC just before the notification (nothing else).
+ *   pt_workload device: xptrace timed slices (xptrace_protocol.h) of 10
+ *     graph nodes on two tracks, sent out of time order, in two batches
+ *     300 ms apart, one track from another thread, with 5 edges (see
+ *     record_device).
  * Every mode records:  main thread: TASK_COUNT task slices (with an
  * event), NAMED_COUNT function slices with a NULL event (name in
  * user_data), INSTANT_COUNT signal instants, and a graph of 3 nodes and
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include "xpti/xpti_trace_framework.h"
+#include "xptrace/xptrace_protocol.h"
 
 #define TASK_COUNT 100
 #define NAMED_COUNT 50
@@ -112,6 +117,108 @@ static int record_clock(void) {
   return 0;
 }
 
+/* ---- device work: timed slices on tracks of their own ------------------ */
+
+/* Node, track and times (us after a base) of each slice.
+ *   "inorder_q": a [0,10] b [10,20] c [25,40] d [40,45] e [50,60] (named
+ *     "renamed"): disjoint, one lane; sent b a | d c e (two batches).
+ *   "overlap_q": x [0,100] y [10,50] z [20,30] w [60,120] v [130,140],
+ *     sent from a second thread z x | w v y: whatever the writer draws
+ *     first, three lanes ("overlap_q", "overlap_q #2", "overlap_q #3").
+ * Edges (sent before any slice) a->b, b->c and x->w (their targets come
+ * in the second batch: the sources wait for them), c->d, d->v: 5 flows
+ * between device slices (and 5 on the graph track). */
+struct dev_spec {
+  const char *node;
+  int track; /* 1 inorder_q, 2 overlap_q */
+  uint64_t begin_us, end_us;
+  int batch;
+};
+static const struct dev_spec dev_specs[] = {
+    {"dev_b", 1, 10, 20, 1}, {"dev_a", 1, 0, 10, 1},     {"dev_d", 1, 40, 45, 2},
+    {"dev_c", 1, 25, 40, 2}, {"dev_e", 1, 50, 60, 2},    {"dev_z", 2, 20, 30, 1},
+    {"dev_x", 2, 0, 100, 1}, {"dev_w", 2, 60, 120, 2},   {"dev_v", 2, 130, 140, 2},
+    {"dev_y", 2, 10, 50, 2},
+};
+#define DEV_N (sizeof dev_specs / sizeof dev_specs[0])
+static const char *const dev_edges[][2] = {
+    {"dev_a", "dev_b"}, {"dev_b", "dev_c"}, {"dev_c", "dev_d"}, {"dev_d", "dev_v"}, {"dev_x", "dev_w"}};
+static xpti_trace_event_data_t *dev_nodes[DEV_N];
+static uint16_t dev_type;
+static uint64_t dev_base;
+
+static void dev_send(int track, int batch) {
+  for (size_t i = 0; i < DEV_N; i++) {
+    const struct dev_spec *d = &dev_specs[i];
+    if (d->track != track || d->batch != batch)
+      continue;
+    xptrace_timed_slice_t s = {dev_base + d->begin_us * 1000, dev_base + d->end_us * 1000,
+                               (uint64_t)track, track == 1 ? "inorder_q" : "overlap_q",
+                               !strcmp(d->node, "dev_e") ? "renamed" : NULL};
+    if (xptiNotifySubscribers(stream, dev_type, NULL, dev_nodes[i], 1, &s) !=
+        XPTI_RESULT_SUCCESS) {
+      fprintf(stderr, "pt_workload: timed slice refused\n");
+      exit(3);
+    }
+  }
+}
+
+static void *dev_thread(void *arg) {
+  (void)arg;
+  dev_send(2, 1);
+  return NULL;
+}
+
+static xpti_trace_event_data_t *dev_node(const char *name) {
+  for (size_t i = 0; i < DEV_N; i++)
+    if (!strcmp(dev_specs[i].node, name))
+      return dev_nodes[i];
+  return NULL;
+}
+
+static int record_device(void) {
+  dev_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+  if (!(dev_type & XPTI_TRACE_USER_DEFINED)) {
+    fprintf(stderr, "pt_workload: timed slice type 0x%x\n", dev_type);
+    return 3;
+  }
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  dev_base = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  xpti_payload_t gp = xpti_payload_make("dev_graph", "pt_workload.c", 200, 1, NULL);
+  xpti_trace_event_data_t *g =
+      xptiMakeEvent("dev_graph", &gp, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+  for (size_t i = 0; i < DEV_N; i++) {
+    xpti_payload_t np =
+        xpti_payload_make(dev_specs[i].node, "pt_workload.c", 210 + (uint32_t)i, 1, NULL);
+    uint64_t instance = 0;
+    dev_nodes[i] =
+        xptiMakeEvent(dev_specs[i].node, &np, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
+    if (!dev_nodes[i] || instance != 1)
+      return 3;
+    xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, dev_nodes[i], 1, NULL);
+  }
+  for (size_t i = 0; i < sizeof dev_edges / sizeof dev_edges[0]; i++) {
+    xpti_payload_t ep = xpti_payload_make("dev_edge", "pt_workload.c", 230 + (uint32_t)i, 1, NULL);
+    xpti_trace_event_data_t *e =
+        xptiMakeEvent("dev_edge", &ep, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+    e->source_id = dev_node(dev_edges[i][0])->unique_id;
+    e->target_id = dev_node(dev_edges[i][1])->unique_id;
+    e->flags |= XPTI_EVENT_SOURCE_UID_AVAILABLE | XPTI_EVENT_TARGET_UID_AVAILABLE;
+    xptiNotifySubscribers(stream, XPTI_TRACE_EDGE_CREATE, g, e, 1, NULL);
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, dev_thread, NULL);
+  dev_send(1, 1);
+  pthread_join(th, NULL);
+  /* The writer draws the first batch before the second comes. */
+  struct timespec pause_for = {0, 300000000};
+  nanosleep(&pause_for, NULL);
+  dev_send(1, 2);
+  dev_send(2, 2);
+  return 0;
+}
+
 /* ---- threads ---------------------------------------------------------- */
 
 static pthread_barrier_t barrier;
@@ -162,6 +269,8 @@ int main(int argc, char **argv) {
     return record_clock();
   if (!strcmp(mode, "user-late"))
     return record_user_late();
+  if (!strcmp(mode, "device"))
+    return record_device();
   if (!strcmp(mode, "exit-thread")) {
     pthread_t th;
     pthread_create(&th, NULL, exit_thread_main, NULL);

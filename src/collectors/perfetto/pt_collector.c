@@ -18,6 +18,7 @@
 
 #include "pt_internal.h"
 #include "xpt_collector.h"
+#include "xptrace/xptrace_protocol.h"
 
 struct pt_thread *_Atomic pt_threads;
 enum pt_format pt_format;
@@ -35,6 +36,13 @@ static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
  * by the hot path, and the thread's state, read by the slow paths. */
 static __thread struct pt_chunk *pt_tls_chunk __attribute__((tls_model("initial-exec")));
 static __thread struct pt_thread *pt_tls __attribute__((tls_model("initial-exec")));
+/* Types the hot path leaves to the slow one, by low byte (set before any
+ * callback is registered): edge_create (node instances are read) and the
+ * xptrace timed slice (inline times and names).  Other types sharing a
+ * low byte take the slow path too and are recorded as usual. */
+static uint8_t pt_slow_type[256];
+static uint16_t pt_timed_type; /* 0: the framework gave none */
+static _Atomic bool pt_timed_bad_reported;
 
 /* ---- the hot path ------------------------------------------------------ */
 
@@ -62,12 +70,41 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
       return;
     }
   }
-  /* Without an event, begins and instants take the name their user data
-   * carries (function names); ends need none. */
   uint32_t name_len = 0;
-  const char *name = event == NULL && (type & 1) == 0 ? xpti_user_data_name(type, user_data) : NULL;
-  if (name)
-    name_len = (uint32_t)strnlen(name, PT_NAME_MAX);
+  uint8_t inline_kind = PT_INLINE_NAME;
+  const char *name = NULL;
+  struct pt_timed_inline timed = {0, 0, 0, 0, 0, 0};
+  struct pt_edge_inline edge = {0, 0};
+  const xptrace_timed_slice_t *slice = NULL;
+  if (type == pt_timed_type && pt_timed_type) {
+    slice = user_data;
+    if (!slice) {
+      if (!atomic_exchange(&pt_timed_bad_reported, true))
+        fprintf(stderr, "xpti: perfetto collector: timed slice without user data ignored\n");
+      return;
+    }
+    timed = (struct pt_timed_inline){slice->begin_ns, slice->end_ns, slice->track_id, 0, 0, 0};
+    if (slice->track_name)
+      timed.track_name_len = (uint16_t)strnlen(slice->track_name, PT_NAME_MAX);
+    if (slice->name)
+      timed.name_len = (uint16_t)strnlen(slice->name, PT_NAME_MAX);
+    inline_kind = PT_INLINE_TIMED;
+    name_len = (uint32_t)sizeof timed + timed.track_name_len + timed.name_len;
+  } else if (type == XPTI_TRACE_EDGE_CREATE && event) {
+    /* Which visits of the two nodes the edge joins: their latest. */
+    const xpti_trace_event_data_t *from = xptiFindEvent(event->source_id);
+    const xpti_trace_event_data_t *to = xptiFindEvent(event->target_id);
+    edge.source_instance = from ? __atomic_load_n(&from->instance_id, __ATOMIC_RELAXED) : 0;
+    edge.target_instance = to ? __atomic_load_n(&to->instance_id, __ATOMIC_RELAXED) : 0;
+    inline_kind = PT_INLINE_EDGE;
+    name_len = (uint32_t)sizeof edge;
+  } else if (event == NULL && (type & 1) == 0) {
+    /* Without an event, begins and instants take the name their user
+     * data carries (function names); ends need none. */
+    name = xpti_user_data_name(type, user_data);
+    if (name)
+      name_len = (uint32_t)strnlen(name, PT_NAME_MAX);
+  }
   uint32_t size = pt_rec_size(name_len);
   uint64_t ts = tsc ? pt_ticks() : pt_now();
   struct pt_chunk *c = t->cur;
@@ -86,10 +123,18 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
   r->instance = instance;
   r->type = type;
   r->stream = stream;
-  r->pad = 0;
+  r->pad = inline_kind;
   r->name_len = name_len;
-  if (name_len)
-    memcpy(r + 1, name, name_len);
+  char *extra = (char *)(r + 1);
+  if (inline_kind == PT_INLINE_TIMED) {
+    memcpy(extra, &timed, sizeof timed);
+    memcpy(extra + sizeof timed, slice->track_name, timed.track_name_len);
+    memcpy(extra + sizeof timed + timed.track_name_len, slice->name, timed.name_len);
+  } else if (inline_kind == PT_INLINE_EDGE) {
+    memcpy(extra, &edge, sizeof edge);
+  } else if (name_len) {
+    memcpy(extra, name, name_len);
+  }
   atomic_store_explicit(&c->committed, off + size, memory_order_release);
 }
 
@@ -99,7 +144,7 @@ static inline __attribute__((always_inline)) void
 pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
           uint64_t instance, const void *user_data) {
   struct pt_chunk *c = pt_tls_chunk;
-  if (__builtin_expect(c != NULL && event != NULL, 1)) {
+  if (__builtin_expect(c != NULL && event != NULL && !pt_slow_type[type & 0xff], 1)) {
     uint32_t off = atomic_load_explicit(&c->committed, memory_order_relaxed);
     if (__builtin_expect(off <= c->cap - (uint32_t)sizeof(struct pt_rec), 1)) {
       struct pt_rec *r = (struct pt_rec *)(c->data + off);
@@ -441,10 +486,19 @@ static void pt_encode_range(struct pt_thread *t, struct pt_chunk *c, uint32_t to
     if (ts < t->last_ns)
       ts = t->last_ns; /* a later calibration may land a few ns earlier */
     t->last_ns = ts;
-    if (pt_kind_of(r->type) == PT_KIND_GRAPH)
+    if (r->pad == PT_INLINE_TIMED) {
+      pt_dev_add(r);
+    } else if (pt_kind_of(r->type) == PT_KIND_GRAPH) {
       pt_graph_add(r, ts);
-    else
+      if (r->pad == PT_INLINE_EDGE && r->event) {
+        struct pt_edge_inline e;
+        memcpy(&e, r + 1, sizeof e);
+        pt_dev_edge(r->event->source_id, e.source_instance, r->event->target_id,
+                    e.target_instance);
+      }
+    } else {
       pt_enc->thread_record(&pt_out, t, r, ts);
+    }
     if (pt_out.len >= (1u << 20))
       pt_out_flush();
   }
@@ -478,7 +532,7 @@ static void pt_drain_thread(struct pt_thread *t) {
 }
 
 static uint64_t pt_total_dropped(void) {
-  uint64_t n = atomic_load_explicit(&pt_dropped_global, memory_order_relaxed);
+  uint64_t n = atomic_load_explicit(&pt_dropped_global, memory_order_relaxed) + pt_dev_dropped();
   for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
        t = t->next_all)
     n += atomic_load_explicit(&t->dropped, memory_order_relaxed);
@@ -493,6 +547,7 @@ static void pt_pass_locked(bool final) {
        t = t->next_all)
     if (!t->dead)
       pt_drain_thread(t);
+  pt_dev_pass(&pt_out, pt_enc, final, pt_now());
   if (final) {
     if (pt_graph_n > pt_graph_done) {
       pt_enc->graph(&pt_out, pt_graph + pt_graph_done, pt_graph_n - pt_graph_done);
@@ -636,6 +691,7 @@ static void pt_fork_child(void) {
   pt_off = 0;
   pt_out.len = 0;
   pt_graph_n = pt_graph_done = 0;
+  pt_dev_reset();
   pt_dropped_written = pt_dropped_reported = 0;
   atomic_store(&pt_in_use, 0);
   atomic_store(&pt_dropped_global, 0);
@@ -686,6 +742,10 @@ static void pt_setup(void) {
   /* At most 64 KiB: under malloc's mmap threshold, freed chunks come back warm. */
   cap = cap < 1024 ? 1024 : cap > (64u << 10) ? (64u << 10) : cap;
   pt_chunk_cap = (uint32_t)(cap & ~(uint64_t)7);
+  pt_slow_type[XPTI_TRACE_EDGE_CREATE] = 1;
+  pt_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+  if (pt_timed_type)
+    pt_slow_type[pt_timed_type & 0xff] = 1;
   sem_init(&pt_wake, 0, 0);
   pthread_key_create(&pt_key, pt_thread_exit);
   pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);

@@ -36,7 +36,7 @@ const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen) {
     if (p && p->name && *p->name)
       return p->name;
   }
-  if (r->name_len) {
+  if (r->name_len && r->pad == PT_INLINE_NAME) {
     size_t n = r->name_len < buflen - 1 ? r->name_len : buflen - 1;
     memcpy(buf, r + 1, n);
     buf[n] = '\0';
@@ -85,23 +85,33 @@ static bool pt_strs_grow(void) {
   return true;
 }
 
-uint32_t pt_str_id(const char *s, size_t len) {
+static struct pt_str *pt_str_find(const char *s, size_t len) {
   if ((pt_strs_n + 1) * 2 > pt_strs_cap && !pt_strs_grow())
-    return 0;
+    return NULL;
   uint64_t h = pt_hash(s, len);
   size_t j = h & (pt_strs_cap - 1);
   while (pt_strs[j].hash) {
     if (pt_strs[j].hash == h && !strncmp(pt_strs[j].s, s, len) && pt_strs[j].s[len] == '\0')
-      return pt_strs[j].id;
+      return &pt_strs[j];
     j = (j + 1) & (pt_strs_cap - 1);
   }
   char *copy = malloc(len + 1);
   if (!copy)
-    return 0;
+    return NULL;
   memcpy(copy, s, len);
   copy[len] = '\0';
   pt_strs[j] = (struct pt_str){h, copy, (uint32_t)++pt_strs_n};
-  return pt_strs[j].id;
+  return &pt_strs[j];
+}
+
+uint32_t pt_str_id(const char *s, size_t len) {
+  struct pt_str *x = pt_str_find(s, len);
+  return x ? x->id : 0;
+}
+
+const char *pt_str_intern(const char *s, size_t len) {
+  struct pt_str *x = pt_str_find(s, len);
+  return x ? x->s : NULL;
 }
 
 /* ---- debug annotations ---------------------------------------------- */

@@ -54,6 +54,14 @@ static inline uint64_t pt_process_uuid(void) { return (uint64_t)pt_proc.pid << 3
 static inline uint64_t pt_thread_uuid(const struct pt_thread *t) {
   return ((uint64_t)t->pid << 32) | (uint32_t)t->tid;
 }
+/* Device lanes: above every tid (< 2^22) and below the graph track. */
+static inline uint64_t pt_lane_uuid(uint32_t track_index, uint32_t lane) {
+  return ((uint64_t)pt_proc.pid << 32) | 0x80000000u | (track_index << 12) | lane;
+}
+/* JSON pseudo thread of a lane. */
+static inline pid_t pt_lane_tid(uint32_t track_index, uint32_t lane) {
+  return (pid_t)(0x40000000u | (track_index << 12) | lane);
+}
 static inline uint64_t pt_graph_uuid(void) { return ((uint64_t)pt_proc.pid << 32) | 0xffffffffu; }
 
 #endif /* PT_COMMON_H */

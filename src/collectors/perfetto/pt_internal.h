@@ -13,9 +13,10 @@
 
 #define PT_HIDDEN __attribute__((visibility("hidden")))
 
-/* One recorded notification: 32 bytes, followed by name_len bytes of
- * inline name (padded to 8) when the event was NULL and user_data a name.
- * ts is raw TSC ticks or CLOCK_MONOTONIC ns (see pt_clock). */
+/* One recorded notification: 32 bytes, followed by name_len inline bytes
+ * (padded to 8): what `pad` says, a name when the event was NULL and
+ * user_data a name.  ts is raw TSC ticks or CLOCK_MONOTONIC ns (see
+ * pt_clock). */
 struct pt_rec {
   uint64_t ts;
   const xpti_trace_event_data_t *event;
@@ -31,6 +32,20 @@ struct pt_rec {
   };
 };
 _Static_assert(sizeof(struct pt_rec) == 32, "record layout");
+
+/* What a record's inline bytes are (its `pad` byte). */
+enum { PT_INLINE_NAME = 0, PT_INLINE_TIMED = 1, PT_INLINE_EDGE = 2 };
+/* A timed slice (xptrace_protocol.h): this, then the track name and the
+ * name (no terminators). */
+struct pt_timed_inline {
+  uint64_t begin_ns, end_ns, track_id;
+  uint16_t track_name_len, name_len;
+  uint32_t unused;
+};
+/* An edge_create: the instances of its two nodes when it was made. */
+struct pt_edge_inline {
+  uint64_t source_instance, target_instance;
+};
 
 static inline uint64_t pt_rec_word(uint16_t type, uint8_t stream, uint32_t name_len) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -131,6 +146,19 @@ PT_HIDDEN const char *pt_stream_name(uint8_t stream);
 
 /* Global string table (writer only): content -> id, ids from 1. */
 PT_HIDDEN uint32_t pt_str_id(const char *s, size_t len);
+/* The table's copy of s (NULL when out of memory). */
+PT_HIDDEN const char *pt_str_intern(const char *s, size_t len);
+
+/* ---- device tracks (pt_device.c, writer only) ---- */
+struct pt_encoder;
+PT_HIDDEN void pt_dev_add(const struct pt_rec *r);
+PT_HIDDEN void pt_dev_edge(uint64_t source_uid, uint64_t source_instance, uint64_t target_uid,
+                           uint64_t target_instance);
+/* Draw the held slices that are due (all when final). */
+PT_HIDDEN void pt_dev_pass(struct pt_buf *out, const struct pt_encoder *enc, bool final,
+                           uint64_t now_ns);
+PT_HIDDEN uint64_t pt_dev_dropped(void);
+PT_HIDDEN void pt_dev_reset(void); /* a forked child starts afresh */
 
 /* Graph records kept for the final flush (edges need both ends). */
 struct pt_graph_rec {
@@ -141,6 +169,19 @@ struct pt_graph_rec {
   uint8_t stream;
 };
 
+/* A device slice as the encoders write it: absolute MONOTONIC ns, on a
+ * lane; flows start (out) or end (in) on it. */
+struct pt_dev_out {
+  uint64_t begin, end;
+  uint32_t track_index, lane;
+  const char *name, *cat;
+  const xpti_trace_event_data_t *event;
+  uint64_t instance;
+  unsigned args; /* PT_ARGS_* */
+  const uint64_t *flows_out, *flows_in;
+  size_t n_out, n_in;
+};
+
 /* An encoder turns records into bytes appended to `out`. */
 struct pt_encoder {
   void (*begin_file)(struct pt_buf *out);
@@ -149,6 +190,9 @@ struct pt_encoder {
                         uint64_t ts);
   void (*graph)(struct pt_buf *out, struct pt_graph_rec *recs, size_t n);
   void (*dropped)(struct pt_buf *out, uint64_t count, uint64_t ts);
+  /* A device lane's track (child of the process track). */
+  void (*device_lane)(struct pt_buf *out, uint32_t track_index, uint32_t lane, const char *name);
+  void (*device_slice)(struct pt_buf *out, const struct pt_dev_out *s);
   /* Bytes closing the file (JSON "]}"); rewritten after later flushes. */
   const char *trailer;
 };

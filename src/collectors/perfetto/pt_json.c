@@ -145,10 +145,42 @@ static void json_dropped(struct pt_buf *b, uint64_t count, uint64_t ts) {
                 count);
 }
 
+/* Device lanes are pseudo threads; flows bind to the middle of a slice
+ * (an end shared with the next slice's begin would be ambiguous). */
+static void json_device_lane(struct pt_buf *b, uint32_t track_index, uint32_t lane,
+                             const char *name) {
+  json_meta(b, "thread_name", pt_lane_tid(track_index, lane), name);
+}
+
+static void json_device_slice(struct pt_buf *b, const struct pt_dev_out *s) {
+  pid_t tid = pt_lane_tid(s->track_index, s->lane);
+  uint64_t dur = s->end - s->begin, mid = s->begin + dur / 2;
+  static struct pt_args args; /* the writer is serialised */
+  json_open(b, "X", s->begin, tid);
+  pt_buf_printf(b, ",\"dur\":%" PRIu64 ".%03u", dur / 1000, (unsigned)(dur % 1000));
+  json_names(b, s->name, s->cat);
+  pt_collect_args(&args, s->event, s->instance, s->args);
+  json_args(b, &args);
+  pt_buf_str(b, "}");
+  for (size_t i = 0; i < s->n_out; i++) {
+    json_open(b, "s", mid, tid);
+    pt_buf_printf(b, ",\"name\":\"dependency\",\"cat\":\"device\",\"id\":%" PRIu64 "}",
+                  s->flows_out[i]);
+  }
+  for (size_t i = 0; i < s->n_in; i++) {
+    json_open(b, "f", mid, tid);
+    pt_buf_printf(b,
+                  ",\"bp\":\"e\",\"name\":\"dependency\",\"cat\":\"device\",\"id\":%" PRIu64 "}",
+                  s->flows_in[i]);
+  }
+}
+
 const struct pt_encoder pt_json_encoder = {
     .begin_file = json_begin_file,
     .thread_record = json_thread_record,
     .graph = json_graph,
     .dropped = json_dropped,
+    .device_lane = json_device_lane,
+    .device_slice = json_device_slice,
     .trailer = "\n]}\n",
 };

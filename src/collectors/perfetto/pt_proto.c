@@ -438,10 +438,57 @@ static void proto_dropped(struct pt_buf *b, uint64_t count, uint64_t ts) {
   pb_close(b, p);
 }
 
+/* Device lanes and slices go on the writer's sequence, absolute times. */
+static void proto_device_lane(struct pt_buf *b, uint32_t track_index, uint32_t lane,
+                              const char *name) {
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
+  pb_uint(b, TD_UUID, pt_lane_uuid(track_index, lane));
+  pb_uint(b, TD_PARENT, pt_process_uuid());
+  pb_string(b, TD_NAME, name);
+  pb_close(b, td);
+  pb_close(b, p);
+}
+
+static void proto_device_slice(struct pt_buf *b, const struct pt_dev_out *s) {
+  uint64_t track = pt_lane_uuid(s->track_index, s->lane);
+  static struct pt_args args; /* the writer is serialised */
+  pt_collect_args(&args, s->event, s->instance, s->args);
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, s->begin);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  size_t te = pb_open(b, TP_TRACK_EVENT);
+  pb_uint(b, TE_TYPE, TYPE_SLICE_BEGIN);
+  pb_uint(b, TE_TRACK_UUID, track);
+  pb_string(b, TE_NAME, s->name);
+  pb_string(b, TE_CATEGORIES, s->cat);
+  pb_plain_args(b, &args);
+  for (size_t i = 0; i < s->n_out; i++)
+    pb_fixed64(b, TE_FLOW_IDS, s->flows_out[i]);
+  for (size_t i = 0; i < s->n_in; i++)
+    pb_fixed64(b, TE_TERMINATING_FLOW_IDS, s->flows_in[i]);
+  pb_close(b, te);
+  pb_close(b, p);
+
+  p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, s->end);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  te = pb_open(b, TP_TRACK_EVENT);
+  pb_uint(b, TE_TYPE, TYPE_SLICE_END);
+  pb_uint(b, TE_TRACK_UUID, track);
+  pb_close(b, te);
+  pb_close(b, p);
+}
+
 const struct pt_encoder pt_proto_encoder = {
     .begin_file = proto_begin_file,
     .thread_record = proto_thread_record,
     .graph = proto_graph,
     .dropped = proto_dropped,
+    .device_lane = proto_device_lane,
+    .device_slice = proto_device_slice,
     .trailer = NULL,
 };

@@ -1,6 +1,7 @@
 /* The opencl.graph stream (document 002 applied to OpenCL): one graph per
  * context, a node per command keyed by its code location, edges for
- * dependencies, task_begin/task_end with device times on completion. */
+ * dependencies, task_begin/task_end with device times on completion, and
+ * the xptrace timed slice of each completed command on its queue's track. */
 #include "layer_internal.h"
 
 #include <dlfcn.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xpti/xpti_trace_framework.h>
+#include <xptrace/xptrace_protocol.h>
 
 #define GRAPH_MAX_QUEUES 256
 #define GRAPH_MAX_CONTEXTS 64
@@ -32,6 +34,7 @@ typedef struct graph_queue {
   uint64_t since_barrier[GRAPH_SINCE_BARRIER];
   uint32_t since_count;
   _Atomic int pending;               /* completions not yet reported */
+  char track_name[128];              /* "OpenCL queue N (in-order, device)" */
 } graph_queue_t;
 
 typedef struct graph_node {
@@ -222,6 +225,16 @@ static graph_queue_t *graph_queue_locked(cl_command_queue queue, bool create) {
   (void)layer_next.clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(context), &context, NULL);
   q->in_order = !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   q->graph = graph_for_context_locked(context);
+  cl_device_id device = NULL;
+  char device_name[64] = "";
+  if (layer_next.clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(device), &device, NULL) !=
+          CL_SUCCESS ||
+      layer_next.clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof(device_name), device_name, NULL) !=
+          CL_SUCCESS)
+    device_name[0] = 0;
+  device_name[sizeof(device_name) - 1] = 0;
+  snprintf(q->track_name, sizeof(q->track_name), "OpenCL queue %" PRIu64 " (%s%s%s)", q->id,
+           q->in_order ? "in-order" : "out-of-order", device_name[0] ? ", " : "", device_name);
   return q;
 }
 
@@ -271,6 +284,46 @@ static void graph_edge_locked(xpti_trace_event_data_t *graph, uint64_t from, uin
                               NULL);
 }
 
+static uint64_t graph_clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC minus CLOCK_MONOTONIC_RAW now (PoCL's profiling clock):
+ * sampled at each use, so NTP slewing only errs over one command. */
+static int64_t graph_raw_to_monotonic(void) {
+  uint64_t raw0 = graph_clock_ns(CLOCK_MONOTONIC_RAW);
+  uint64_t mono = graph_clock_ns(CLOCK_MONOTONIC);
+  uint64_t raw1 = graph_clock_ns(CLOCK_MONOTONIC_RAW);
+  return (int64_t)(mono - (raw0 + (raw1 - raw0) / 2));
+}
+
+/* The command's device run as an xptrace timed slice on its queue's track. */
+static void graph_timed_slice(const graph_node_t *n) {
+  static _Atomic uint16_t timed_type;
+  uint16_t type = atomic_load_explicit(&timed_type, memory_order_relaxed);
+  if (!type) {
+    type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+    if (!type)
+      return;
+    atomic_store_explicit(&timed_type, type, memory_order_relaxed);
+  }
+  if (n->task.status != CL_COMPLETE || !n->task.start_ns || n->task.end_ns < n->task.start_ns ||
+      !xptiCheckTraceEnabled(layer_graph_stream, type))
+    return;
+  int64_t offset = graph_raw_to_monotonic();
+  xptrace_timed_slice_t slice = {
+      .begin_ns = (uint64_t)((int64_t)n->task.start_ns + offset),
+      .end_ns = (uint64_t)((int64_t)n->task.end_ns + offset),
+      .track_id = n->queue->id,
+      .track_name = n->queue->track_name,
+      .name = NULL,
+  };
+  (void)xptiNotifySubscribers(layer_graph_stream, type, n->graph, n->node, n->task.instance,
+                              &slice);
+}
+
 static void CL_CALLBACK graph_completed(cl_event event, cl_int status, void *arg) {
   graph_node_t *n = arg;
   n->task.status = status;
@@ -288,6 +341,7 @@ static void CL_CALLBACK graph_completed(cl_event event, cl_int status, void *arg
                               n->task.instance, &n->task);
   (void)xptiNotifySubscribers(layer_graph_stream, XPTI_TRACE_TASK_END, n->graph, n->node,
                               n->task.instance, &n->task);
+  graph_timed_slice(n);
   pthread_mutex_lock(&graph_lock);
   graph_event_entry_t *e = graph_event_find_locked(event);
   if (e && e->pending == n)

@@ -1,0 +1,46 @@
+/* xptrace protocol: trace point types of the tool "xptrace" that any
+ * producer may send on any stream (C11, usable from C++).
+ *
+ * Timed slice: "this work ran from begin_ns to end_ns on that track".
+ * The type value comes from the framework, by tool name:
+ *
+ *   uint16_t timed = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME,
+ *                                                      XPTRACE_TIMED_SLICE_ID);
+ *   xptrace_timed_slice_t s = {begin, end, queue_id, "OpenCL queue 1 (in-order)", NULL};
+ *   xptiNotifySubscribers(stream, timed, parent, node_event, instance, &s);
+ *
+ * event: the work's trace point (a graph node: edges between nodes then
+ * link their slices), or NULL when the framework accepts it and name is
+ * set.  instance: the event's instance number of this piece of work.
+ * The notification may come at any time after the work ended, from any
+ * thread; the struct and its strings need only live during the call.
+ * The trace collector draws it at the given times on a track of its own
+ * (one per track_id, named track_name, extra lanes for overlaps). */
+#ifndef XPTRACE_PROTOCOL_H
+#define XPTRACE_PROTOCOL_H
+
+#include <stdint.h>
+
+#include "xpti/xpti_data_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XPTRACE_TOOL_NAME "xptrace"
+/* xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID)
+ * gives the type value. */
+#define XPTRACE_TIMED_SLICE_ID XPTI_TRACE_POINT_BEGIN(0)
+
+typedef struct xptrace_timed_slice_t {
+  uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC nanoseconds */
+  uint64_t track_id;         /* e.g. one per OpenCL queue; slices of a track may
+                                overlap (the collector lanes them) */
+  const char *track_name;    /* e.g. "OpenCL queue 1 (in-order)"; copied by the collector */
+  const char *name;          /* NULL: the event's payload name */
+} xptrace_timed_slice_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XPTRACE_PROTOCOL_H */
