@@ -16,8 +16,8 @@ that unmatched begins/ends are allowed because drops cut slices),
 annotations), --max-bytes-per-slice X (file size / slices).
 Device tracks (named children of the process track, JSON pseudo threads
 with a tid >= 2^30): --device-slices N, --device-lanes N, --lanes
-PREFIX=N (lanes whose name, without its " #k" lane suffix, starts with
-PREFIX), --device-flows N / --min-device-flows N (flows with both ends on
+PREFIX=N or PREFIX>=N (lanes whose name, without its " #k" lane suffix,
+starts with PREFIX), --device-flows N / --min-device-flows N (flows with both ends on
 device slices; each must start no later than it ends), --device-min-dur NS
 (every device slice lasts at least that), --window START,END (every device
 slice lies within, MONOTONIC ns).  Every lane's slices must be properly
@@ -407,8 +407,10 @@ def check_device(s, a):
         fail("expected at least %d device flows, found %d" % (a.min_device_flows, s.dev_flows))
     for spec in a.lanes:
         prefix, want = spec.rsplit("=", 1)
+        at_least = prefix.endswith(">")
+        prefix = prefix.rstrip(">")
         got = sum(1 for n in s.lanes.values() if lane_base(n).startswith(prefix))
-        if got != int(want):
+        if got < int(want) if at_least else got != int(want):
             fail("expected %s lanes named %r..., found %d (%s)" % (want, prefix, got,
                                                                  sorted(s.lanes.values())))
     for lane, begin, end in s.dev_slices:

@@ -128,8 +128,10 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
   char *extra = (char *)(r + 1);
   if (inline_kind == PT_INLINE_TIMED) {
     memcpy(extra, &timed, sizeof timed);
-    memcpy(extra + sizeof timed, slice->track_name, timed.track_name_len);
-    memcpy(extra + sizeof timed + timed.track_name_len, slice->name, timed.name_len);
+    if (timed.track_name_len)
+      memcpy(extra + sizeof timed, slice->track_name, timed.track_name_len);
+    if (timed.name_len)
+      memcpy(extra + sizeof timed + timed.track_name_len, slice->name, timed.name_len);
   } else if (inline_kind == PT_INLINE_EDGE) {
     memcpy(extra, &edge, sizeof edge);
   } else if (name_len) {
