@@ -20,7 +20,8 @@ PREFIX=N or PREFIX>=N (lanes whose name, without its " #k" lane suffix,
 starts with PREFIX), --device-flows N / --min-device-flows N (flows with both ends on
 device slices; each must start no later than it ends), --device-min-dur NS
 (every device slice lasts at least that), --window START,END (every device
-slice lies within, MONOTONIC ns).  Every lane's slices must be properly
+slice lies within, MONOTONIC ns), --any-flow-order (a device flow may end
+before it starts).  Every lane's slices must be properly
 nested and in time order.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
@@ -32,6 +33,7 @@ import sys
 
 MONOTONIC = 3
 LANE_TID = 1 << 30  # JSON pseudo threads of device lanes
+ANY_FLOW_ORDER = "--any-flow-order" in sys.argv
 INCREMENTAL_MIN = 64
 
 
@@ -275,7 +277,7 @@ def check_proto(proto_file, trace, args):
 def count_device_flows(s, flow_at):
     for f, (start, end) in flow_at.items():
         if start and end and start[0] and end[0]:
-            if start[1] > end[1]:
+            if start[1] > end[1] and not ANY_FLOW_ORDER:
                 fail("device flow %s starts at %d, after its end at %d" % (f, start[1], end[1]))
             s.dev_flows += 1
 
@@ -436,6 +438,7 @@ def main():
     ap.add_argument("--name", action="append", default=[])
     ap.add_argument("--lanes", action="append", default=[])
     ap.add_argument("--window")
+    ap.add_argument("--any-flow-order", action="store_true")
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
