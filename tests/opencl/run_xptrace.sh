@@ -14,7 +14,8 @@ grep -q '^vadd rounds=3 ' "$out/stdout" || fail "program output: $(cat "$out/std
 csv=$out/o/stats.csv
 for row in 'opencl.api,function_with_args,clEnqueueNDRangeKernel,span,3,' \
            'opencl.api,function_with_args,clSetKernelArg,span,3,' \
-           'opencl.graph,task,vadd,span,3,'; do
+           'opencl.graph,task,vadd,span,3,' \
+           'opencl.graph,timed,vadd,span,3,'; do
   grep -q "^$row" "$csv" || { cat "$csv"; fail "no row $row"; }
 done
 grep -q '<no event>' "$csv" && fail "unnamed API calls in $csv"

@@ -84,6 +84,10 @@ def main():
     span("sample", "function", "cfunc", 4, 1)
     span("sample", "task", "worker", 2000, 0)
     span("sample", "late:3", "latework", 6, 0)  # a tool registered late
+    dev = row("sample", "timed", "devwork")  # xptrace timed slices: exact
+    if (n(dev, "count"), n(dev, "total_ns"), n(dev, "min_ns"), n(dev, "max_ns")) != \
+            (3, 6 * MS, 1 * MS, 3 * MS) or n(dev, "self_ns") != 6 * MS:
+        fail("timed slices: %s" % dev)
 
     for typ, name, kind, count in (("signal", "ping", "instant", 7),
                                    ("type_30", "ping", "instant", 2),
@@ -98,7 +102,7 @@ def main():
     if n(stray, "count") != 0 or n(stray, "unmatched_ends") != 1:
         fail("stray: count %s unmatched %s" % (stray["count"], stray["unmatched_ends"]))
 
-    spans = 1 + 3 + 10 + 4 + 2000 + 6
+    spans = 1 + 3 + 10 + 4 + 2000 + 6 + 3
     if only_sample:
         if any(r["stream"] != "sample" for r in rows):
             fail("stream filter ignored: %s" % sorted({r["stream"] for r in rows}))

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <xpti/xpti_trace_framework.h>
+#include <xptrace/xptrace_protocol.h>
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -100,6 +101,15 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < 2; ++i)
     xptiNotifySubscribers(stream, XPTI_TRACE_POINT_BEGIN(15), NULL, ping, (uint64_t)i, NULL);
+
+  /* Work reported afterwards (xptrace timed slices): 3 spans of exactly
+   * 1, 2 and 3 ms, whatever the host clock did meanwhile. */
+  uint16_t timed = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+  xpti_trace_event_data_t *device = make_event("devwork", __LINE__);
+  for (uint64_t i = 1; i <= 3; ++i) {
+    xptrace_timed_slice_t slice = {1000000000u, 1000000000u + i * 1000000u, 1, "queue 1", NULL};
+    xptiNotifySubscribers(stream, timed, NULL, device, i, &slice);
+  }
 
   /* Two threads x 1000 empty worker tasks. */
   pthread_t threads[2];

@@ -16,6 +16,7 @@
 #include <xpti/xpti_trace_framework.h>
 
 #include "stats_hist.h"
+#include "xptrace/xptrace_protocol.h"
 #include "xpt_collector.h"
 
 /* ---- per-thread recording ---------------------------------------------------- */
@@ -55,6 +56,8 @@ typedef struct stats_thread {
   uint64_t dropped; /* events lost to a failed allocation */
 } stats_thread_t;
 
+/* The xptrace timed-slice type (0 until a stream is initialised). */
+static _Atomic uint16_t stats_timed_type;
 static __thread stats_thread_t *stats_tls __attribute__((tls_model("initial-exec")));
 
 static struct {
@@ -238,6 +241,19 @@ static bool stats_push(stats_thread_t *t, stats_frame_t frame) {
   return true;
 }
 
+static void stats_add_span(stats_thread_t *t, stats_row_t *row, uint64_t duration,
+                           uint64_t children) {
+  ++row->count;
+  row->total += duration;
+  row->self += duration >= children ? duration - children : 0;
+  if (duration < row->min)
+    row->min = duration;
+  if (duration > row->max)
+    row->max = duration;
+  if (!stats_hist_add(&row->hist, duration, 1))
+    ++t->dropped;
+}
+
 static void stats_end(stats_thread_t *t, uint8_t stream, uint16_t begin_type, const char *name,
                       const void *ident, uint64_t now) {
   uint32_t k = t->depth;
@@ -255,19 +271,26 @@ static void stats_end(stats_thread_t *t, uint8_t stream, uint16_t begin_type, co
    * they are dropped from the stack (and counted when reported). */
   const stats_frame_t frame = t->stack[k - 1];
   t->depth = k - 1;
-  stats_row_t *row = &t->rows[frame.row];
   uint64_t duration = now >= frame.start ? now - frame.start : 0;
-  ++row->count;
-  row->total += duration;
-  row->self += duration >= frame.children ? duration - frame.children : 0;
-  if (duration < row->min)
-    row->min = duration;
-  if (duration > row->max)
-    row->max = duration;
-  if (!stats_hist_add(&row->hist, duration, 1))
-    ++t->dropped;
+  stats_add_span(t, &t->rows[frame.row], duration, frame.children);
   if (t->depth > 0)
     t->stack[t->depth - 1].children += duration;
+}
+
+/* A timed slice (xptrace protocol: device work reported afterwards) is a
+ * complete span of its own: end - begin, no nesting on the host thread. */
+static void stats_timed_slice(stats_thread_t *t, uint8_t stream, uint16_t type,
+                              const xpti_trace_event_data_t *event,
+                              const xptrace_timed_slice_t *slice) {
+  const char *name = slice->name ? stats_intern_name(t, slice->name)
+                                 : stats_event_name(t, type, event, NULL);
+  uint32_t r = name ? stats_row_find(t, stream, type, name) : UINT32_MAX;
+  if (r == UINT32_MAX) {
+    ++t->dropped;
+    return;
+  }
+  uint64_t duration = slice->end_ns >= slice->begin_ns ? slice->end_ns - slice->begin_ns : 0;
+  stats_add_span(t, &t->rows[r], duration, 0);
 }
 
 static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t *event,
@@ -277,6 +300,11 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   if (!t && !(t = stats_thread_create()))
     return;
   stats_thread_lock(t);
+  if (type == stats_timed_type && user_data) {
+    stats_timed_slice(t, stream, type, event, user_data);
+    stats_thread_unlock(t);
+    return;
+  }
   const char *name = stats_event_name(t, type, event, user_data);
   if (!name) {
     ++t->dropped;
@@ -444,7 +472,9 @@ static const char *stats_kind(uint16_t type) {
 
 /* "task" for the task_begin/task_end pair; the point's own name otherwise. */
 static const char *stats_type_label(uint16_t type, char *buf, size_t len) {
-  if (stats_type_is_pair(type)) {
+  if (type == stats_timed_type) {
+    snprintf(buf, len, "timed"); /* device work reported afterwards */
+  } else if (stats_type_is_pair(type)) {
     xpt_trace_type_name(type, buf, len);
     size_t n = strlen(buf);
     if (n > 6 && strcmp(buf + n - 6, "_begin") == 0)
@@ -797,6 +827,8 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   if (!stream_name || !xpt_stream_selected(stream_name))
     return;
   pthread_once(&stats_once, stats_setup);
+  atomic_store(&stats_timed_type,
+               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID));
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream == XPTI_INVALID_STREAM_ID)
     return;
