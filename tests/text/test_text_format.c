@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <xpti/xpti_trace_framework.h>
+#include <xptrace/xptrace_protocol.h>
 
 static int failures;
 static char *output;   /* the whole output file */
@@ -146,6 +147,11 @@ int main(void) {
   /* an event-less notification (allowed with user data) */
   CHECK(xptiNotifySubscribers(s, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, 3, "user data") ==
         XPTI_RESULT_SUCCESS);
+  /* an xptrace timed slice: the work's times and track are printed */
+  xptrace_timed_slice_t slice = {1000, 3500, 7, "queue \"7\"", NULL};
+  CHECK(xptiNotifySubscribers(
+            s, xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID), NULL,
+            aev, 5, &slice) == XPTI_RESULT_SUCCESS);
 
   /* user-defined types of tools registered after xptiInitialize: each
    * notified at once, then many registered before any of them notifies */
@@ -204,6 +210,8 @@ int main(void) {
   expect("fmt edge_create <unnamed> uid=%" PRIu64 " instance=42 src=- source=11 target=12 "
          "parent=%" PRIu64, auid, uid);
   expect("fmt function_begin \"user data\" uid=0 instance=3 src=-"); /* the name user data carries */
+  expect("fmt xptrace:user0_begin <unnamed> uid=%" PRIu64 " instance=5 src=- source=11 target=12 "
+         "ran=1000..3500 (2500 ns) track=\"queue \\\"7\\\"\"", auid);
   for (int t = 0; t < 20; t++)
     expect("fmt tool\\x20%d:user3_end <unnamed> uid=%" PRIu64 " instance=%d src=- source=11 "
            "target=12", t, auid, t);
@@ -233,12 +241,12 @@ int main(void) {
   expect("fmt barrier_begin <unnamed> uid=%" PRIu64 " instance=99 src=- source=11 target=12",
          auid);
 
-  /* nothing else: 4 inits + 3 + 20 + 40 + 1 + again + big + child + 2 finishes
+  /* nothing else: 4 inits + 3 + timed + 20 + 40 + 1 + again + big + child + 2 finishes
    * ("again" is never finalised) */
   int lines = 0;
   for (char *c = output; *c; c++)
     lines += *c == '\n';
-  CHECK(lines == 73);
+  CHECK(lines == 74);
   if (failures)
     fprintf(stderr, "---- output ----\n%s", output);
   return failures ? 1 : 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "xpti/xpti_trace_framework.h"
+#include "xptrace/xptrace_protocol.h"
 
 /* A line of at most PIPE_BUF bytes goes out in one atomic write(2), even
  * when the output is a pipe shared with other processes. */
@@ -332,6 +333,9 @@ static void text_put_stream_name(text_line_t *l, uint8_t stream) {
   }
 }
 
+/* The xptrace timed-slice type, whose user data is printed. */
+static _Atomic uint16_t text_timed_type;
+
 static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
                         xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
   /* user data is the stream's protocol: read only where the predefined
@@ -362,6 +366,12 @@ static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *
     text_printf(&l, " source=%" PRIu64 " target=%" PRIu64, event->source_id, event->target_id);
   if (parent)
     text_printf(&l, " parent=%" PRIu64, parent->unique_id);
+  if (type == atomic_load_explicit(&text_timed_type, memory_order_relaxed) && user_data) {
+    const xptrace_timed_slice_t *slice = user_data; /* the xptrace protocol */
+    text_printf(&l, " ran=%" PRIu64 "..%" PRIu64 " (%" PRIu64 " ns) track=", slice->begin_ns,
+                slice->end_ns, slice->end_ns - slice->begin_ns);
+    text_put_quoted(&l, slice->track_name ? slice->track_name : "", SIZE_MAX);
+  }
 
   uint32_t count = event ? xptiMetadataCount(event) : 0;
   if (count)
@@ -408,6 +418,9 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   if (!stream_name)
     return;
 
+  atomic_store_explicit(&text_timed_type,
+                        xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID),
+                        memory_order_relaxed);
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream != XPTI_INVALID_STREAM_ID)
     text_subscribe(stream);
