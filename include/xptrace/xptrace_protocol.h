@@ -10,8 +10,9 @@
  *   xptiNotifySubscribers(stream, timed, parent, node_event, instance, &s);
  *
  * event: the work's trace point (a graph node: edges between nodes then
- * link their slices), or NULL when the framework accepts it and name is
- * set.  instance: the event's instance number of this piece of work.
+ * link their slices); required, as for every user-defined type (the
+ * dispatcher answers INVALIDARG to a NULL event).  name overrides its
+ * payload name.  instance: the event's instance number of this work.
  * The notification may come at any time after the work ended, from any
  * thread; the struct and its strings need only live during the call.
  * The trace collector draws it at the given times on a track of its own
