@@ -86,11 +86,28 @@ void report_once(_Atomic bool *said, const char *fmt, ...) {
 
 /* ---- start-up -------------------------------------------------------- */
 
-static void load_subscriber(const char *path) {
+/* XPTI_SUBSCRIBERS is read once; each message about it is printed once,
+ * however many times a path is listed or how many are over the limit. */
+#define MAX_TRIED (2 * MAX_SUBSCRIBERS)
+typedef struct load_state {
+  const char *tried[MAX_TRIED]; /* paths attempted, to skip repeats */
+  int ntried;
+  size_t over;                  /* listed beyond MAX_SUBSCRIBERS */
+  const char *first_over;
+} load_state_t;
+
+static void load_subscriber(char *path, void *ctx) {
+  load_state_t *st = ctx;
   if (g.nsubs == MAX_SUBSCRIBERS) {
-    report_once(NULL, "xpti: too many subscribers, '%s' not loaded", path);
+    if (st->over++ == 0)
+      st->first_over = path;
     return;
   }
+  for (int i = 0; i < st->ntried; i++)
+    if (!strcmp(st->tried[i], path))
+      return; /* listed twice: tried (and reported) once */
+  if (st->ntried < MAX_TRIED)
+    st->tried[st->ntried++] = path;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     report_once(NULL, "xpti: cannot load subscriber '%s': %s", path, dlerror());
@@ -105,7 +122,7 @@ static void load_subscriber(const char *path) {
     return;
   }
   for (int i = 0; i < g.nsubs; i++)
-    if (g.sub[i].handle == h) { /* listed twice: one subscriber */
+    if (g.sub[i].handle == h) { /* the same library under another name */
       dlclose(h);
       return;
     }
@@ -113,18 +130,14 @@ static void load_subscriber(const char *path) {
 }
 
 static void load_subscribers(const char *list) {
-  char *copy = strdup(list), *save = NULL;
+  char *copy = strdup(list);
   if (!copy)
     return;
-  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    while (*tok == ' ' || *tok == '\t')
-      tok++;
-    char *end = tok + strlen(tok);
-    while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
-      *--end = '\0';
-    if (*tok)
-      load_subscriber(tok);
-  }
+  load_state_t st = {.ntried = 0};
+  config_each_item(copy, load_subscriber, &st);
+  if (st.over)
+    report_once(NULL, "xpti: at most %d subscribers; %zu more not loaded, the first '%s'",
+                MAX_SUBSCRIBERS, st.over, st.first_over);
   free(copy);
 }
 
@@ -132,13 +145,11 @@ static void finish_pending_streams(void);
 
 static void framework_init_once(void) {
   const char *enable = getenv("XPTI_TRACE_ENABLE");
-  if (enable && (!strcmp(enable, "0") || !strcmp(enable, "false"))) {
-    g.env_disabled = true;
-  } else if (enable && strcmp(enable, "1") && strcmp(enable, "true")) {
+  int on = config_trace_enable(enable);
+  if (on < 0)
     report_once(NULL, "xpti: XPTI_TRACE_ENABLE='%s' is not 1/true/0/false; tracing disabled",
                 enable);
-    g.env_disabled = true;
-  }
+  g.env_disabled = on != 1;
   if (!g.env_disabled) {
     const char *subs = secure_getenv("XPTI_SUBSCRIBERS");
     if (subs)
@@ -148,22 +159,81 @@ static void framework_init_once(void) {
   atexit(finish_pending_streams); /* runs before any library destructor */
 }
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* Initialisation runs once, under g_init_lock, on the first thread that
+ * asks.  Subscribers' constructors run inside it (dlopen) and may call
+ * any API function: on the loading thread a call that needs the
+ * subscribers answers its default instead of waiting for itself (what
+ * pthread_once would do, forever).  Other threads wait for the load. */
+enum { INIT_NONE, INIT_LOADING, INIT_DONE };
+static _Atomic int g_init_state;
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool tls_loading __attribute__((tls_model("initial-exec")));
 
-void framework_ensure_init(void) { pthread_once(&g_once, framework_init_once); }
+bool framework_ensure_init(void) {
+  if (LIKELY(atomic_load_explicit(&g_init_state, memory_order_acquire) == INIT_DONE))
+    return true;
+  if (tls_loading)
+    return false;
+  pthread_mutex_lock(&g_init_lock);
+  if (atomic_load_explicit(&g_init_state, memory_order_relaxed) != INIT_DONE) {
+    tls_loading = true;
+    atomic_store(&g_init_state, INIT_LOADING);
+    framework_init_once();
+    atomic_store_explicit(&g_init_state, INIT_DONE, memory_order_release);
+    tls_loading = false;
+  }
+  pthread_mutex_unlock(&g_init_lock);
+  return true;
+}
+
+/* fork: the child gets every lock free and every table consistent.
+ * prepare takes the registration locks in the order the code nests them
+ * (see internal.h).  It does not wait for a subscriber load in another
+ * thread: glibc runs prepare handlers holding its atfork lock, which that
+ * load needs (a subscriber's constructor registering its own handlers,
+ * dlclose of a refused library).  A child forked during such a load
+ * finds the loader gone: it takes over a fresh init lock, with tracing
+ * off, as the subscribers' state is unknown. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&g.lock);
+  registry_fork_lock();
+  tables_fork_lock();
+}
+
+static void fork_parent(void) {
+  tables_fork_unlock();
+  registry_fork_unlock();
+  pthread_mutex_unlock(&g.lock);
+}
+
+static void fork_child(void) {
+  fork_parent();
+  if (tls_loading)
+    return; /* forked from a constructor: this thread finishes the load */
+  int state = atomic_load(&g_init_state);
+  if (state != INIT_DONE) /* a lock another thread may have held */
+    pthread_mutex_init(&g_init_lock, NULL);
+  if (state == INIT_LOADING) {
+    atomic_store(&g.enabled, false);
+    atomic_store(&g_init_state, INIT_DONE);
+  }
+}
 
 __attribute__((constructor)) static void framework_constructor(void) {
   intern_init(&g_strings);
   intern_init(&g_objects);
+  registry_init();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
   framework_ensure_init();
 }
 
 XPTI_EXPORT_API xpti_result_t xptiFrameworkInitialize(void) {
-  framework_ensure_init();
-  return XPTI_RESULT_SUCCESS;
+  return framework_ensure_init() ? XPTI_RESULT_SUCCESS : XPTI_RESULT_FALSE;
 }
 
 XPTI_EXPORT_API xpti_result_t xptiFrameworkFinalize(void) {
+  if (!framework_ensure_init())
+    return XPTI_RESULT_FALSE;
   finish_pending_streams();
   return XPTI_RESULT_SUCCESS;
 }
@@ -475,8 +545,7 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
                                              const char *version) {
   if (!stream || !*stream)
     return XPTI_RESULT_INVALIDARG;
-  framework_ensure_init();
-  if (!xptiTraceEnabled())
+  if (!framework_ensure_init() || !xptiTraceEnabled())
     return XPTI_RESULT_FALSE;
   uint8_t id = xptiRegisterStream(stream);
   if (id != XPTI_INVALID_STREAM_ID)
@@ -493,9 +562,8 @@ static void finish_stream(const char *stream) {
 }
 
 XPTI_EXPORT_API void xptiFinalize(const char *stream) {
-  if (!stream || !*stream)
+  if (!stream || !*stream || !framework_ensure_init())
     return;
-  framework_ensure_init();
   const char *copy;
   if (string_intern(stream, &copy) == UINT32_MAX)
     return;

@@ -159,8 +159,26 @@ XPTIFW_HIDDEN tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t 
 XPTIFW_HIDDEN void registry_reset(void);
 XPTIFW_HIDDEN void registry_init(void);
 
+/* ---- fork: every lock taken in one fixed order, outermost first ------ */
+/* dispatch g.lock -> registry (creation, metadata) -> objects -> strings
+ * -> retired list: the order in which the code nests them. */
+XPTIFW_HIDDEN void registry_fork_lock(void);
+XPTIFW_HIDDEN void registry_fork_unlock(void);
+XPTIFW_HIDDEN void tables_fork_lock(void);
+XPTIFW_HIDDEN void tables_fork_unlock(void);
+
+/* ---- configuration (config.c) ---------------------------------------- */
+/* XPTI_TRACE_ENABLE: 1 on (unset, "1", "true"), 0 off ("0", "false"),
+ * -1 anything else. */
+XPTIFW_HIDDEN int config_trace_enable(const char *value);
+/* Calls fn on each non-blank comma-separated item of list (modified in
+ * place, items trimmed of spaces and tabs); returns how many. */
+XPTIFW_HIDDEN size_t config_each_item(char *list, void (*fn)(char *item, void *ctx), void *ctx);
+
 /* ---- dispatch --------------------------------------------------------- */
-XPTIFW_HIDDEN void framework_ensure_init(void);
+/* False only on the thread that is loading the subscribers (a call from
+ * a constructor run by that load): the caller then answers its default. */
+XPTIFW_HIDDEN bool framework_ensure_init(void);
 XPTIFW_HIDDEN void report_once(_Atomic bool *said, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -66,7 +66,27 @@ static _Atomic uint64_t g_epoch = 1; /* bumped by xptiReset */
 #define TP_INITIAL_SLOTS 4096
 #define NO_STRING ((uint64_t)UINT32_MAX)
 
-void registry_init(void) {}
+static pthread_key_t g_cache_key;
+static _Atomic bool g_cache_key_ready;
+
+static void cache_free(void *cache);
+
+/* Called by the constructor: no pthread_once left that fork could catch
+ * half-done in another thread. */
+void registry_init(void) {
+  if (!atomic_load(&g_cache_key_ready) && pthread_key_create(&g_cache_key, cache_free) == 0)
+    atomic_store(&g_cache_key_ready, true);
+}
+
+void registry_fork_lock(void) {
+  pthread_mutex_lock(&g_reg.lock);
+  pthread_mutex_lock(&g_reg.md_lock);
+}
+
+void registry_fork_unlock(void) {
+  pthread_mutex_unlock(&g_reg.md_lock);
+  pthread_mutex_unlock(&g_reg.lock);
+}
 
 void registry_reset(void) {
   pthread_mutex_lock(&g_reg.lock);
@@ -222,15 +242,14 @@ typedef struct tp_cache_entry {
 } tp_cache_entry_t;
 
 static __thread tp_cache_entry_t *tls_tp_cache __attribute__((tls_model("initial-exec")));
-static pthread_key_t g_cache_key;
-static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
 
-static void cache_key_create(void) { pthread_key_create(&g_cache_key, free); }
+static void cache_free(void *cache) { free(cache); }
 
 static tp_cache_entry_t *tp_cache(void) {
   if (LIKELY(tls_tp_cache != NULL))
     return tls_tp_cache;
-  pthread_once(&g_cache_once, cache_key_create);
+  if (!atomic_load_explicit(&g_cache_key_ready, memory_order_acquire))
+    return NULL; /* before the constructor: no cache, still correct */
   tls_tp_cache = calloc(TP_CACHE_SIZE, sizeof *tls_tp_cache);
   if (tls_tp_cache)
     pthread_setspecific(g_cache_key, tls_tp_cache); /* freed at thread exit */

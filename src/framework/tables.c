@@ -25,6 +25,18 @@ void retire(void *block) {
   pthread_mutex_unlock(&g_retired_lock);
 }
 
+void tables_fork_lock(void) {
+  pthread_mutex_lock(&g_objects.lock);
+  pthread_mutex_lock(&g_strings.lock);
+  pthread_mutex_lock(&g_retired_lock);
+}
+
+void tables_fork_unlock(void) {
+  pthread_mutex_unlock(&g_retired_lock);
+  pthread_mutex_unlock(&g_strings.lock);
+  pthread_mutex_unlock(&g_objects.lock);
+}
+
 void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n, size);
   if (!p) {
