@@ -52,7 +52,7 @@ static struct {
 } cfg;
 
 static void settings_bad(const char *name, const char *value, const char *what, const char *fallback) {
-  fprintf(stderr, "xptrace: %s='%s' is not %s; using %s\n", name, value, what, fallback);
+  xpt_msg("xptrace: %s='%s' is not %s; using %s\n", name, value, what, fallback);
 }
 
 static double settings_freq(const char *name, double fallback) {
@@ -85,7 +85,7 @@ static void settings_read(void) {
     char bad[64];
     if (!sampler_parse_periods(text, cfg.periods, &cfg.nperiods, bad, sizeof bad)) {
       cfg.nperiods = 0;
-      fprintf(stderr,
+      xpt_msg(
               "xptrace: XPTRACE_SAMPLE_PERIODS: '%s' is not clock:delay:duration:cycles "
               "(clock realtime, cputime or process_cputime); sampling the whole run\n",
               bad[0] ? bad : text);
@@ -193,7 +193,7 @@ static void sampler_give_up_clock(int k, const char *why) {
     for (sampler_thread_t *t = sampler.threads; t; t = t->next)
       thread_delete_timers_locked(t, k);
     const char *abbrev = sigabbrev_np(sampler.signo[k]);
-    fprintf(stderr, "xptrace: the program %s SIG%s; %s sampling disabled\n", why,
+    xpt_msg("xptrace: the program %s SIG%s; %s sampling disabled\n", why,
             abbrev ? abbrev : "?", clock_names[k]);
   }
   pthread_mutex_unlock(&sampler.registry_lock);
@@ -401,7 +401,7 @@ static void timer_start_locked(sampler_thread_t *t, int k) {
   if (timer_create(clock, &sev, &t->timer[k]) != 0) {
     static atomic_bool told;
     if (!atomic_exchange(&told, true))
-      fprintf(stderr, "xptrace: cannot create a %s sampling timer: %s; threads without one are not sampled\n",
+      xpt_msg("xptrace: cannot create a %s sampling timer: %s; threads without one are not sampled\n",
               clock_names[k], strerror(errno));
     return;
   }
@@ -602,7 +602,7 @@ static void windows_start(void) {
   if (pthread_getcpuclockid(pthread_self(), &sampler.main_cpu_clock) != 0)
     sampler.main_cpu_clock = CLOCK_PROCESS_CPUTIME_ID;
   if (start_internal_thread(controller_main, NULL) != 0) {
-    fprintf(stderr, "xptrace: cannot start the sampling period thread; sampling the whole run\n");
+    xpt_msg("xptrace: cannot start the sampling period thread; sampling the whole run\n");
     atomic_store(&sampler.window_open, true);
   }
 }
@@ -619,8 +619,9 @@ static const char *sampler_output_dir(char *buf, size_t len) {
   if (sampler.forked || sampler.root_pid == getpid() || !getenv("XPTRACE_OUTPUT"))
     return dir;
   snprintf(buf, len, "%s/%s-%d", dir, xpt_program_name(), (int)getpid());
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "xptrace: cannot create output directory '%s': %s\n", buf, strerror(errno));
+  char why[PATH_MAX + 128];
+  if (xpt_dir_prepare(buf, why, sizeof why) != 0) {
+    xpt_msg("xptrace: %s", why);
     return NULL;
   }
   return buf;
@@ -686,7 +687,7 @@ static void sampler_finish(void) {
     if (dir)
       sampler_report_write(dir, &summary);
     else
-      fprintf(stderr, "xptrace: sampler: no output folder; samples not written\n");
+      xpt_msg("xptrace: sampler: no output folder; samples not written\n");
   }
   pthread_mutex_unlock(&sampler.report_lock);
   free(infos);
@@ -783,7 +784,7 @@ static bool install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]) {
     return false;
   /* An inherited SIG_IGN is no handler: ours ignores what is not ours. */
   if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
-    fprintf(stderr, "xptrace: SIG%s already has a handler; %s sampling disabled\n",
+    xpt_msg("xptrace: SIG%s already has a handler; %s sampling disabled\n",
             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", clock_names[k]);
     return false;
   }
@@ -823,7 +824,7 @@ __attribute__((constructor)) static void sampler_load(void) {
   if (cfg.on[SAMPLER_REALTIME]) {
     wanted[SAMPLER_REALTIME] = pick_realtime_signal();
     if (!wanted[SAMPLER_REALTIME])
-      fprintf(stderr, "xptrace: no free real-time signal; realtime sampling disabled\n");
+      xpt_msg("xptrace: no free real-time signal; realtime sampling disabled\n");
   }
   bool any = false;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
@@ -839,7 +840,7 @@ __attribute__((constructor)) static void sampler_load(void) {
   pthread_atfork(sampler_fork_prepare, sampler_fork_parent, sampler_fork_child);
   xpt_register_flush(sampler_flush, NULL);
   if (start_internal_thread(writer_main, NULL) != 0)
-    fprintf(stderr, "xptrace: cannot start the sampler's writer thread; buffers kept until exit\n");
+    xpt_msg("xptrace: cannot start the sampler's writer thread; buffers kept until exit\n");
   windows_start();
   thread_begin(true);
 }

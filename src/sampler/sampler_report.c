@@ -404,10 +404,9 @@ static void csv_field(FILE *f, const char *text) {
 }
 
 static FILE *open_output(const char *dir, const char *name, char *path, size_t len) {
-  snprintf(path, len, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
+  FILE *f = xpt_create_stream(dir, name, path, len);
   if (!f)
-    fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+    xpt_msg("xptrace: cannot write %s: %s\n", path, strerror(errno));
   return f;
 }
 
@@ -524,18 +523,18 @@ static void report_clock(symbolizer_t *s, const char *dir, const sampler_summary
     sampled_threads += sum->threads[i].samples[clock] != 0;
   }
   (void)thread_samples;
-  fprintf(stderr,
+  xpt_msg(
           "xptrace sample: %s (pid %d): %llu %s samples at %g Hz, %zu of %zu thread(s) sampled\n",
           xpt_program_name(), (int)getpid(), (unsigned long long)total,
           clock == SAMPLER_CPUTIME ? "cputime" : "realtime", sum->freq[clock], sampled_threads,
           sum->nthreads);
   if (sum->signal_note[clock])
-    fprintf(stderr, "xptrace sample: %s sampling stopped early: the program %s its signal\n",
+    xpt_msg("xptrace sample: %s sampling stopped early: the program %s its signal\n",
             clock == SAMPLER_CPUTIME ? "cputime" : "realtime", sum->signal_note[clock]);
   if (nfns && !sum->brief) {
-    fprintf(stderr, "  %6s %6s %8s  %s\n", "self%", "incl%", "samples", "function (module)");
+    xpt_msg("  %6s %6s %8s  %s\n", "self%", "incl%", "samples", "function (module)");
     for (size_t i = 0; i < nfns && i < 20; ++i)
-      fprintf(stderr, "  %6.1f %6.1f %8llu  %s (%s)\n", (double)fns[i]->self * scale,
+      xpt_msg("  %6.1f %6.1f %8llu  %s (%s)\n", (double)fns[i]->self * scale,
               (double)fns[i]->inclusive * scale, (unsigned long long)fns[i]->self, fns[i]->name,
               fns[i]->module);
   }
@@ -554,7 +553,7 @@ void sampler_report_write(const char *dir, const sampler_summary_t *sum) {
     first = false;
   }
   uint64_t dropped = sum->dropped + stacks_lost;
-  fprintf(stderr, "xptrace sample: %llu sample(s) dropped; output in %s\n",
+  xpt_msg("xptrace sample: %llu sample(s) dropped; output in %s\n",
           (unsigned long long)dropped, dir);
   symbolizer_close(&s);
   sampler_report_reset();

@@ -123,10 +123,12 @@ static void mode_outdir_fail(void) {
   int saved = dup(2);
   int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   dup2(fd, 2);
+  xpt_msg_rebind(); /* messages go to the stderr recorded at load */
   const char *first = xpt_output_dir();
   const char *second = xpt_output_dir();
   fflush(stderr);
   dup2(saved, 2);
+  xpt_msg_rebind();
   close(fd);
   CHECK(first == NULL && second == NULL);
   char text[2048] = "";
@@ -217,9 +219,11 @@ static void mode_size(void) {
   int saved = dup(2);
   int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   dup2(fd, 2);
+  xpt_msg_rebind(); /* messages go to the stderr recorded at load */
   uint64_t got = xpt_env_size("XPT_TEST_SIZE", 4096);
   fflush(stderr);
   dup2(saved, 2);
+  xpt_msg_rebind();
   close(fd);
   CHECK(got == 4096);
   char text[512] = "";

@@ -39,12 +39,31 @@ bad-input)
   expect_usage_error "unknown collector 'nope'" run -c stats,nope -- touch marker
   expect_usage_error "no collector given" run -c , -- touch marker
   expect_usage_error "buffer size '12Q' is not a size" run -c stats --buffer-size 12Q -- touch marker
-  expect_usage_error "buffer size '0' is not a size" run -c stats --buffer-size 0 -- touch marker
+  # Below one 64K chunk every event would be dropped (issue 8, row 13).
+  for size in 0 1 1K 65535; do
+    expect_usage_error "buffer size '$size' is below the minimum of 64K" \
+      run -c stats --buffer-size "$size" -- touch marker
+  done
   expect_usage_error "unknown buffer policy 'sometimes'" run -c stats --buffer-policy sometimes -- touch marker
   expect_usage_error "unknown format 'xml'" run -c stats --format xml -- touch marker
   expect_usage_error "option '--output' needs a value" run --output
   expect_usage_error "option '-o' needs a value" run -o
-  expect_usage_error "empty stream list" run -c stats --streams "" -- touch marker
+  # Blank lists and names (issue 8, row 14).
+  expect_usage_error "stream list '' names no stream" run -c stats --streams "" -- touch marker
+  expect_usage_error "stream list ',' names no stream" run -c stats --streams , -- touch marker
+  expect_usage_error "stream list ' , ' names no stream" run -c stats --streams " , " -- touch marker
+  expect_usage_error "empty output folder name" run -c stats -o "" -- touch marker
+  expect_usage_error "empty output folder name" sample -o "" -- touch marker
+  # An existing output folder must be ours, a real folder, closed to others.
+  mkdir -p open777 open770 && chmod 777 open777 && chmod 770 open770
+  expect_usage_error "output folder '$scratch/open777' is writable by others; not writing there" \
+    run -c stats -o open777 -- touch marker
+  expect_usage_error "output folder '$scratch/open770' is writable by its group; not writing there" \
+    run -c stats -o open770 -- touch marker
+  mkdir -p real && ln -s real linked
+  expect_usage_error "output folder '$scratch/linked' is a symbolic link; not writing there" \
+    run -c stats -o linked -- touch marker
+  [ -z "$(find open777 open770 real -mindepth 1)" ] || fail "something written into a refused folder"
   : >plainfile
   expect_usage_error "cannot create output directory '$scratch/plainfile/out'" \
     run -c stats -o plainfile/out -- touch marker
@@ -60,12 +79,29 @@ bad-input)
   expect_usage_error "missing subcommand"
   expect_usage_error "unknown option '--bogus'" avail --bogus
   expect_usage_error "unexpected argument 'x'" avail x
-  # A command that does not exist: 127, no output folder left behind.
-  "$xptrace" run -c stats -o notrun -- ./no-such-command >out.txt 2>err.txt
-  rc=$?
-  [ "$rc" -eq 127 ] || fail "missing command: exit $rc"
-  grep -qF "command not found: ./no-such-command" err.txt || fail "missing command: $(cat err.txt)"
-  [ ! -e notrun ] || fail "output folder created for a command that cannot run"
+  # Commands that cannot run: the shell's status and wording, nothing
+  # created (issue 8, row 14).
+  expect_cannot_run() {
+    want_rc=$1 want=$2
+    shift 2
+    "$xptrace" run -c stats -o notrun -- "$@" >out.txt 2>err.txt
+    rc=$?
+    [ "$rc" -eq "$want_rc" ] || fail "'$*': exit $rc, expected $want_rc"
+    [ "$(cat err.txt)" = "$want" ] || fail "'$*': message '$(cat err.txt)', expected '$want'"
+    [ ! -e notrun ] || fail "'$*': output folder created for a command that cannot run"
+    rm -rf notrun
+  }
+  expect_cannot_run 127 "xptrace: ./no-such-command: No such file or directory" ./no-such-command
+  expect_cannot_run 127 "xptrace: no-such-command-xyz: command not found" no-such-command-xyz
+  expect_cannot_run 126 "xptrace: /tmp: Is a directory" /tmp
+  : >notexec && chmod 644 notexec
+  if [ "$(id -u)" -ne 0 ] || [ ! -x notexec ]; then
+    expect_cannot_run 126 "xptrace: ./notexec: Permission denied" ./notexec
+  fi
+  before=$(ls)
+  "$xptrace" run -c stats -- /tmp >out.txt 2>err.txt
+  [ "$?" -eq 126 ] || fail "run -- /tmp (default folder): not 126"
+  [ "$(ls)" = "$before" ] || fail "run -- /tmp left a folder behind: $(ls)"
   ;;
 help)
   for args in "--help" "run --help" "avail --help" "help" "run -h"; do
@@ -109,6 +145,14 @@ env)
   *) fail "default output folder '$dir'" ;;
   esac
   grep -qxF "xptrace: output in $dir" err.txt || fail "default dir not printed: $(cat err.txt)"
+  # The default name (pid guessed) already taken: a new folder, never it.
+  # exec keeps the shell's pid, so the name is known in advance.
+  sh -c 'mkdir "xptrace-true-$$" && echo $$ >pid.txt && exec "$0" run -c stats -- true' \
+    "$xptrace" 2>err.txt || fail "run with the default name taken: $(cat err.txt)"
+  pid=$(cat pid.txt)
+  grep -qxF "xptrace: output in $scratch/xptrace-true-$pid-1" err.txt ||
+    fail "default name taken: not moved to -1: $(cat err.txt)"
+  [ -z "$(ls "xptrace-true-$pid")" ] || fail "written into the pre-existing default folder"
   # Options of the command are the command's.
   "$xptrace" run -c stats -o o2 sh -c 'exit 0' --bogus || fail "command options taken by xptrace"
   # Verbose prints what it sets and runs.

@@ -60,7 +60,7 @@ if mode == "bad-input":
         pass
     expect_usage_error("cannot create output directory", "sample", "-o", "plainfile/out", *t)
     rc, out, err = xp("sample", "-o", "notrun", "--", "./no-such-command")
-    c.check(rc == 127 and "command not found: ./no-such-command" in err, f"missing command: {rc} {err}")
+    c.check(rc == 127 and "xptrace: ./no-such-command: No such file or directory" in err, f"missing command: {rc} {err}")
     c.check(not os.path.exists(os.path.join(scratch, "notrun")), "output folder made for a missing command")
 
 elif mode == "help":

@@ -542,10 +542,9 @@ static uint64_t stats_mean(const stats_merged_t *m) {
 
 static bool stats_write_csv(const char *dir, const stats_report_t *rep) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/stats.csv", dir);
-  FILE *f = fopen(path, "w");
+  FILE *f = xpt_create_stream(dir, "stats.csv", path, sizeof path);
   if (!f) {
-    fprintf(stderr, "xpti: cannot write '%s': %s\n", path, strerror(errno));
+    xpt_msg("xpti: cannot write '%s': %s", path, strerror(errno));
     return false;
   }
   fputs("stream,type,name,kind,count,total_ns,self_ns,mean_ns,min_ns,max_ns,p50_ns,p95_ns,"
@@ -573,7 +572,7 @@ static bool stats_write_csv(const char *dir, const stats_report_t *rep) {
   }
   bool ok = !ferror(f);
   if (fclose(f) != 0 || !ok) {
-    fprintf(stderr, "xpti: cannot write '%s'\n", path);
+    xpt_msg("xpti: cannot write '%s'", path);
     return false;
   }
   return true;
@@ -609,10 +608,9 @@ static stats_totals_t stats_sum(const stats_report_t *rep) {
 static bool stats_write_json(const char *dir, const stats_report_t *rep,
                              const stats_totals_t *s) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/stats.json", dir);
-  FILE *f = fopen(path, "w");
+  FILE *f = xpt_create_stream(dir, "stats.json", path, sizeof path);
   if (!f) {
-    fprintf(stderr, "xpti: cannot write '%s': %s\n", path, strerror(errno));
+    xpt_msg("xpti: cannot write '%s': %s", path, strerror(errno));
     return false;
   }
   fputs("{\n  \"program\": ", f);
@@ -652,7 +650,7 @@ static bool stats_write_json(const char *dir, const stats_report_t *rep,
           (unsigned long long)s->unclosed, (unsigned long long)rep->dropped);
   bool ok = !ferror(f);
   if (fclose(f) != 0 || !ok) {
-    fprintf(stderr, "xpti: cannot write '%s'\n", path);
+    xpt_msg("xpti: cannot write '%s'", path);
     return false;
   }
   return true;
@@ -723,6 +721,23 @@ static void stats_print_table(FILE *out, const stats_report_t *rep, const stats_
     fprintf(out, "xptrace stats: every row in %s/stats.csv and stats.json\n", dir);
 }
 
+/* Through the standard error the program had at start (never fd 2 as
+ * it is now: a trace file may have taken it); nothing if there was none. */
+static void stats_print_to_stderr(const stats_report_t *rep, const stats_totals_t *s,
+                                  const char *dir) {
+  if (xpt_msg_fd() < 0)
+    return;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  if (!out)
+    return;
+  stats_print_table(out, rep, s, dir);
+  if (fclose(out) == 0)
+    xpt_msg_write(text, len);
+  free(text);
+}
+
 /* A fatal signal may interrupt a thread that holds the lock (while it
  * registers itself): give up waiting after a while.  The list is only
  * ever prepended to, so walking it unlocked is safe. */
@@ -769,7 +784,7 @@ static void stats_report(void) {
   bool written = dir && stats_write_csv(dir, &rep) && stats_write_json(dir, &rep, &sum);
   /* The table once, unless more was recorded since. */
   if (!stats_global.reported || events != stats_global.reported_events)
-    stats_print_table(stderr, &rep, &sum, written ? dir : NULL);
+    stats_print_to_stderr(&rep, &sum, written ? dir : NULL);
   stats_global.reported = true;
   stats_global.reported_events = events;
   if (locked)
@@ -838,7 +853,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   xpti_result_t r = xptiRegisterStreamCallback(stream, stats_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&said, true))
-    fprintf(stderr, "xpti: stats collector cannot register for stream '%s': 0x%x\n", stream_name,
+    xpt_msg("xpti: stats collector cannot register for stream '%s': 0x%x", stream_name,
             (unsigned)r);
 }
 

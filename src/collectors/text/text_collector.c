@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "xpti/xpti_trace_framework.h"
 #include "xptrace/xptrace_protocol.h"
+#include "xpt_msg.h"
 
 /* A line of at most PIPE_BUF bytes goes out in one atomic write(2), even
  * when the output is a pipe shared with other processes. */
@@ -26,7 +28,7 @@
 /* ---- output ------------------------------------------------------------ */
 
 static pthread_once_t text_output_once = PTHREAD_ONCE_INIT;
-static int text_fd = STDERR_FILENO;
+static int text_fd = -1;
 static _Atomic uint64_t text_lost_lines;
 static _Atomic int text_lost_errno;
 static uint64_t text_start_ns;
@@ -39,15 +41,51 @@ static uint64_t text_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The file is truncated when first opened; O_APPEND keeps the lines of a
+/* XPTI_TEXT_OUTPUT names a file the user chose, anywhere: it is created
+ * (O_EXCL), or reused when it is a regular file of ours with one link
+ * (truncated, as documented) or a device or pipe; never followed when a
+ * symlink, never a file of someone else's.  O_APPEND keeps the lines of a
  * forked child (which shares the descriptor) whole and in order. */
+static int text_output_open_path(const char *path) {
+  int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY;
+  int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+  if (fd >= 0 || errno != EEXIST)
+    return fd;
+  fd = open(path, flags);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return -1;
+  }
+  if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 && ftruncate(fd, 0) == 0)
+    return fd;
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return fd; /* /dev/null, /dev/full, a FIFO */
+  close(fd);
+  errno = S_ISREG(st.st_mode) ? EPERM : EISDIR;
+  return -1;
+}
+
+/* Unset: the standard error the program had at start (never fd 2 as it
+ * is now: a file of the program's may have taken it). */
 static void text_output_open(void) {
+  text_fd = xpt_msg_fd();
   const char *path = secure_getenv("XPTI_TEXT_OUTPUT");
   if (!path || !*path)
     return;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  int fd = text_output_open_path(path);
   if (fd < 0) {
-    fprintf(stderr, "xpti: text collector cannot open '%s': %s\n", path, strerror(errno));
+    int err = errno;
+    struct stat st;
+    if (err == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+      xpt_msg("xpti: text collector cannot open '%s': it is a symbolic link", path);
+    else if (err == EPERM)
+      xpt_msg("xpti: text collector cannot open '%s': a file of another user or with several "
+              "links; not writing there", path);
+    else
+      xpt_msg("xpti: text collector cannot open '%s': %s", path, strerror(err));
     return;
   }
   text_fd = fd;
@@ -73,7 +111,7 @@ __attribute__((constructor)) static void text_load(void) {
 __attribute__((destructor)) static void text_unload(void) {
   uint64_t lost = atomic_load(&text_lost_lines);
   if (lost)
-    fprintf(stderr, "xpti: text collector could not write %" PRIu64 " lines: %s\n", lost,
+    xpt_msg("xpti: text collector could not write %" PRIu64 " lines: %s", lost,
             strerror(atomic_load(&text_lost_errno)));
 }
 
@@ -178,6 +216,8 @@ static void text_line_emit(text_line_t *l) {
   }
   l->buf[l->len++] = '\n';
   int fd = text_output_fd();
+  if (fd < 0)
+    return; /* no stderr at start and no file: nowhere to write */
   const char *p = l->buf;
   size_t left = l->len;
   while (left) {
@@ -401,8 +441,8 @@ static void text_subscribe(uint8_t stream) {
   xpti_result_t r = xptiRegisterStreamCallback(stream, text_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&text_register_failed_said, true))
-    fprintf(stderr, "xpti: text collector cannot register for stream %u: 0x%x\n",
-            (unsigned)stream, (unsigned)r);
+    xpt_msg("xpti: text collector cannot register for stream %u: 0x%x", (unsigned)stream,
+            (unsigned)r);
 }
 
 XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,

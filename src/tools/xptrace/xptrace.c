@@ -16,6 +16,7 @@
 #include <xpti/xpti_data_types.h>
 
 #include "xpt_collector.h"
+#include "xptrace_cmds.h"
 /* The sampler's settings parsers: the command refuses what the library
  * would ignore. */
 #include "sampler_config.h"
@@ -30,7 +31,7 @@
 #endif
 #define XPTRACE_BUILD_REL_LIBDIR "../lib"
 
-enum { EXIT_USAGE = 2, EXIT_NOT_FOUND = 127 };
+enum { EXIT_USAGE = 2, EXIT_CANNOT_RUN = 126, EXIT_NOT_FOUND = 127 };
 
 static const struct {
   const char *name;
@@ -88,10 +89,12 @@ static bool lib_exists(const char *library) {
 static const char usage_main[] =
     "usage: xptrace run [options] -- command [args...]\n"
     "       xptrace sample [options] -- command [args...]\n"
+    "       xptrace finish DIR...\n"
     "       xptrace avail\n"
     "       xptrace --help | --version\n"
     "run: run a program with XPTI tracing on and collectors loaded.\n"
     "sample: profile any program by sampling its call stacks (flame graph input).\n"
+    "finish: write the traces of recordings a killed or crashed program left.\n"
     "'xptrace run --help' and 'xptrace sample --help' list the options, 'xptrace avail'\n"
     "the collectors and environment variables.\n";
 
@@ -100,7 +103,7 @@ static const char usage_run[] =
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -c, --collectors LIST    comma list of perfetto, stats, text (default: perfetto,stats)\n"
     "      --format FORMAT      trace format: perfetto (default) or json\n"
-    "      --buffer-size SIZE   trace buffer memory, e.g. 64M (default 64M)\n"
+    "      --buffer-size SIZE   trace buffer memory, at least 64K (default 64M)\n"
     "      --buffer-policy P    flush (default: write full buffers) or ring (keep newest)\n"
     "      --streams LIST       record only these streams (comma list; shell patterns)\n"
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
@@ -109,7 +112,7 @@ static const char usage_run[] =
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
-    "127 if the command cannot be found.\n";
+    "127 if the command cannot be found; 126 if it is a folder or not executable.\n";
 
 static const char usage_sample[] =
     "usage: xptrace sample [options] -- command [args...]\n"
@@ -125,7 +128,7 @@ static const char usage_sample[] =
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
-    "127 if the command cannot be found.\n";
+    "127 if the command cannot be found; 126 if it is a folder or not executable.\n";
 
 static const char usage_avail[] =
     "usage: xptrace avail\n"
@@ -278,34 +281,50 @@ static int run_collectors(const char *list, char *subscribers, size_t len, bool 
   return 0;
 }
 
-/* Whether `cmd` can be executed, searching PATH as execvp does. */
-static bool command_found(const char *cmd) {
-  if (strchr(cmd, '/'))
-    return access(cmd, X_OK) == 0;
+/* Whether `cmd` can be executed, searching PATH as execvp does.  Returns 0,
+ * or the shell's exit status (127 not found, 126 not executable) after
+ * the shell's one-line message; nothing is created before this. */
+static int command_check(const char *cmd) {
+  struct stat st;
+  if (strchr(cmd, '/')) {
+    if (stat(cmd, &st) != 0) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(errno));
+      return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(EISDIR));
+      return EXIT_CANNOT_RUN;
+    }
+    if (access(cmd, X_OK) != 0) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(errno));
+      return EXIT_CANNOT_RUN;
+    }
+    return 0;
+  }
   const char *path = getenv("PATH");
   if (!path)
     path = "/bin:/usr/bin";
+  bool denied = false;
   while (*path) {
     const char *end = strchr(path, ':');
     size_t n = end ? (size_t)(end - path) : strlen(path);
     char full[PATH_MAX];
-    if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? path : ".", cmd) < (int)sizeof full) {
-      struct stat st;
-      if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
-        return true;
+    if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? path : ".", cmd) < (int)sizeof full &&
+        stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (access(full, X_OK) == 0)
+        return 0;
+      denied = true;
     }
     if (!end)
       break;
     path = end + 1;
   }
-  return false;
-}
-
-static int make_dirs(const char *dir) {
-  char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-    return ENAMETOOLONG;
-  return xpt_mkdir_p(path);
+  if (denied) {
+    fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(EACCES));
+    return EXIT_CANNOT_RUN;
+  }
+  fprintf(stderr, "xptrace: %s: command not found\n", cmd);
+  return EXIT_NOT_FOUND;
 }
 
 static const char *signal_name(int sig) {
@@ -333,15 +352,16 @@ static void set_env(bool verbose, const char *name, const char *value) {
 }
 
 static void print_outputs(const char *dir, const bool chosen[], const char *format) {
+  (void)format;
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char path[PATH_MAX + 64];
   if (chosen[0]) {
-    bool json = format && strcmp(format, "json") == 0;
-    snprintf(path, sizeof path, "%s/%s", dir, json ? "trace.json" : "trace.perfetto-trace");
-    if (access(path, R_OK) == 0)
-      fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", path);
-    else
-      fprintf(stderr, "xptrace: no trace written (%s missing)\n", path);
+    /* The program's recordings (its forked and exec'd children's too)
+     * become traces here, however the program ended. */
+    int traces = 0;
+    xptrace_finish_dir(dir, &traces);
+    if (traces == 0)
+      fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
   }
   if (chosen[1]) {
     snprintf(path, sizeof path, "%s/stats.csv", dir);
@@ -353,9 +373,13 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
 /* ---- launching (run and sample) --------------------------------------- */
 
 /* The output folder, absolute, created before the program starts so that
- * its name can be printed and a bad one refused. */
+ * its name can be printed and a bad one refused.  -o: an existing folder
+ * must be ours and not writable by others; the default name is always a
+ * new folder ("-1", "-2" ... when taken: the pid is easy to guess). */
 static int output_dir_prepare(const char *usage, const char *output, const char *command0,
                               char *dir, size_t len) {
+  if (output && !*output)
+    return usage_error(usage, "empty output folder name");
   if (output) {
     snprintf(dir, len, "%s", output);
   } else {
@@ -370,9 +394,11 @@ static int output_dir_prepare(const char *usage, const char *output, const char 
     if (snprintf(dir, len, "%s", joined) >= (int)len)
       return usage_error(usage, "output directory name too long");
   }
-  int err = make_dirs(dir);
+  char why[2 * PATH_MAX];
+  int err = output ? xpt_dir_prepare(dir, why, sizeof why)
+                   : xpt_dir_create_new(dir, len, why, sizeof why);
   if (err)
-    return usage_error(usage, "cannot create output directory '%s': %s", dir, strerror(err));
+    return usage_error(usage, "%s", why);
   return 0;
 }
 
@@ -519,14 +545,20 @@ static int cmd_run(int argc, char **argv) {
   if (o.format && strcmp(o.format, "perfetto") != 0 && strcmp(o.format, "json") != 0)
     return usage_error(usage_run, "unknown format '%s' (perfetto or json)", o.format);
   uint64_t size;
-  if (o.buffer_size && (!xpt_parse_size(o.buffer_size, &size) || size == 0))
-    return usage_error(usage_run, "buffer size '%s' is not a size (e.g. 4096, 64K, 64M, 1G)",
+  if (o.buffer_size && !xpt_parse_size(o.buffer_size, &size))
+    return usage_error(usage_run, "buffer size '%s' is not a size (e.g. 64K, 64M, 1G)",
                        o.buffer_size);
+  char min_text[24];
+  if (o.buffer_size && size < XPT_BUFFER_MIN)
+    return usage_error(usage_run, "buffer size '%s' is below the minimum of %s", o.buffer_size,
+                       xpt_size_text(XPT_BUFFER_MIN, min_text, sizeof min_text));
   if (o.buffer_policy && strcmp(o.buffer_policy, "flush") != 0 &&
       strcmp(o.buffer_policy, "ring") != 0)
     return usage_error(usage_run, "unknown buffer policy '%s' (flush or ring)", o.buffer_policy);
-  if (o.streams && !*o.streams)
-    return usage_error(usage_run, "empty stream list");
+  if (o.streams && o.streams[strspn(o.streams, ", \t")] == '\0')
+    return usage_error(usage_run, "stream list '%s' names no stream", o.streams);
+  if (o.output && !*o.output)
+    return usage_error(usage_run, "empty output folder name");
   bool chosen[NCOLLECTORS] = {false};
   char subscribers[4 * (PATH_MAX + 64)];
   int rc = run_collectors(o.collectors, subscribers, sizeof subscribers, chosen);
@@ -550,10 +582,8 @@ static int cmd_run(int argc, char **argv) {
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
 
   char **command = &argv[optind];
-  if (!command_found(command[0])) {
-    fprintf(stderr, "xptrace: command not found: %s\n", command[0]);
-    return EXIT_NOT_FOUND;
-  }
+  if ((rc = command_check(command[0])) != 0)
+    return rc;
 
   char dir[PATH_MAX];
   rc = output_dir_prepare(usage_run, o.output, command[0], dir, sizeof dir);
@@ -564,6 +594,7 @@ static int cmd_run(int argc, char **argv) {
   set_env(o.verbose, "XPTI_FRAMEWORK_DISPATCHER", dispatcher);
   set_env(o.verbose, "XPTI_SUBSCRIBERS", subscribers);
   set_env(o.verbose, "XPTRACE_OUTPUT", dir);
+  set_env(o.verbose, "XPTRACE_FINISHER", "launcher"); /* the recordings are ours to finish */
   if (o.format)
     set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
   if (o.buffer_size)
@@ -637,6 +668,8 @@ static int cmd_sample(int argc, char **argv) {
   }
   if (optind >= argc)
     return usage_error(usage_sample, "missing command");
+  if (output && !*output)
+    return usage_error(usage_sample, "empty output folder name");
   double hz;
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
@@ -655,17 +688,16 @@ static int cmd_sample(int argc, char **argv) {
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
   char sampler[PATH_MAX + 64];
+  int rc;
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
   if (access(sampler, R_OK) != 0)
     return usage_error(usage_sample, "sampler not installed: %s: %s", sampler, strerror(errno));
 
   char **command = &argv[optind];
-  if (!command_found(command[0])) {
-    fprintf(stderr, "xptrace: command not found: %s\n", command[0]);
-    return EXIT_NOT_FOUND;
-  }
+  if ((rc = command_check(command[0])) != 0)
+    return rc;
   char dir[PATH_MAX];
-  int rc = output_dir_prepare(usage_sample, output, command[0], dir, sizeof dir);
+  rc = output_dir_prepare(usage_sample, output, command[0], dir, sizeof dir);
   if (rc)
     return rc;
   set_env(verbose, "XPTRACE_OUTPUT", dir);
@@ -691,6 +723,8 @@ int main(int argc, char **argv) {
     return cmd_run(argc - 1, argv + 1);
   if (strcmp(sub, "sample") == 0)
     return cmd_sample(argc - 1, argv + 1);
+  if (strcmp(sub, "finish") == 0)
+    return cmd_finish(argc - 1, argv + 1);
   if (strcmp(sub, "avail") == 0)
     return cmd_avail(argc - 1, argv + 1);
   if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
