@@ -42,12 +42,26 @@ const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen) {
     buf[n] = '\0';
     return buf;
   }
-  return xpt_trace_type_name(r->type, buf, buflen);
+  return pt_type_name(r->type, buf, buflen);
+}
+
+/* User-defined types are named after their tool, as the recording
+ * wrote it down; the others as everywhere. */
+const char *pt_type_name(uint16_t type, char *buf, size_t buflen) {
+  if (!(type & XPTI_TRACE_USER_DEFINED) || !pt_proc.tool_names)
+    return xpt_trace_type_name(type, buf, buflen);
+  const char *tool = pt_proc.tool_names + (size_t)XPTI_TOOL_ID(type) * XPT_REC_NAME_LEN;
+  if (!*tool)
+    return xpt_trace_type_name(type, buf, buflen);
+  snprintf(buf, buflen, "%.*s:%u_%s", (int)XPT_REC_NAME_LEN, tool,
+           (unsigned)(XPTI_EXTRACT_USER_DEFINED_ID(type) >> 1), (type & 1) ? "end" : "begin");
+  return buf;
 }
 
 const char *pt_stream_name(uint8_t stream) {
-  const char *s = xptiLookupStreamName(stream);
-  return s ? s : "unknown";
+  const char *s = pt_proc.stream_names ? pt_proc.stream_names + (size_t)stream * XPT_REC_NAME_LEN
+                                       : NULL;
+  return s && *s ? s : "unknown";
 }
 
 /* ---- string table: content -> id (1..), open addressing ------------- */
@@ -59,6 +73,14 @@ struct pt_str {
 };
 static struct pt_str *pt_strs;
 static size_t pt_strs_cap, pt_strs_n;
+
+void pt_str_reset(void) {
+  for (size_t i = 0; i < pt_strs_cap; i++)
+    free(pt_strs[i].s);
+  free(pt_strs);
+  pt_strs = NULL;
+  pt_strs_cap = pt_strs_n = 0;
+}
 
 static uint64_t pt_hash(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -217,15 +239,27 @@ void pt_collect_args(struct pt_args *a, const xpti_trace_event_data_t *e, uint64
     if (e->target_id)
       pt_arg_uint(a, "target_uid", e->target_id);
   }
-  uint32_t count = xptiMetadataCount(e);
-  for (uint32_t i = 0; i < count; i++) {
-    uint32_t key_id;
-    int32_t value_id;
-    if (xptiMetadataAt(e, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
+  const struct pt_desc *d = pt_desc_of(e);
+  const uint8_t *m = d->meta, *end = d->meta + d->meta_len;
+  for (uint32_t i = 0; i < d->meta_count; i++) {
+    struct xpt_rec_meta h;
+    if ((size_t)(end - m) < sizeof h)
       break;
-    const char *key = xptiLookupString(key_id);
-    if (key)
-      pt_arg_metadata(a, key, xptiLookupObject(value_id));
+    memcpy(&h, m, sizeof h);
+    m += sizeof h;
+    if ((size_t)(end - m) < (size_t)h.key_len + h.value_len)
+      break;
+    /* Keys are copied into the scratch space: they need a terminator. */
+    size_t room = sizeof a->scratch - a->used;
+    if (h.key_len + 1u > room)
+      break;
+    char *key = a->scratch + a->used;
+    memcpy(key, m, h.key_len);
+    key[h.key_len] = '\0';
+    a->used += h.key_len + 1u;
+    xpti_object_data_t o = {h.value_len, (const char *)m + h.key_len, h.value_type};
+    pt_arg_metadata(a, key, o);
+    m += h.key_len + h.value_len;
   }
 }
 
@@ -277,7 +311,7 @@ unsigned pt_args_wanted(struct pt_seen *seen, bool fresh, const xpti_trace_event
     return 0;
   if (pt_annotate_all)
     return PT_ARGS_PROPS | PT_ARGS_INSTANCE;
-  uint32_t meta = xptiMetadataCount(e);
+  uint32_t meta = pt_desc_of(e)->meta_count;
   if (!seen) /* out of memory: cannot tell, keep the properties */
     return PT_ARGS_PROPS;
   if (!fresh && seen->meta_count == meta)

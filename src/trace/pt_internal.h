@@ -1,5 +1,6 @@
-/* libxpti_perfetto.so internals: the per-thread record buffers shared by
- * the recorder (pt_collector.c) and the encoders (pt_proto.c, pt_json.c). */
+/* The trace writer: turns a recording (xpt_rec.h) into a Perfetto or
+ * Chrome JSON trace (pt_finish.c drives the encoders pt_proto.c,
+ * pt_json.c, pt_device.c).  Single-threaded. */
 #ifndef PT_INTERNAL_H
 #define PT_INTERNAL_H
 
@@ -9,31 +10,28 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "xpt_rec.h"
+
 #include "xpti/xpti_trace_framework.h"
 
 #define PT_HIDDEN __attribute__((visibility("hidden")))
 
-/* One recorded notification: 32 bytes, followed by name_len inline bytes
- * (padded to 8): what `pad` says, a name when the event was NULL and
- * user_data a name.  ts is raw TSC ticks or CLOCK_MONOTONIC ns (see
- * pt_clock). */
+/* A record as the encoders see it: the recording's record
+ * (xpt_rec.h) with the trace point's universal id replaced by its
+ * description (pt_desc), followed by its inline bytes.  ts is MONOTONIC
+ * ns by then. */
 struct pt_rec {
   uint64_t ts;
   const xpti_trace_event_data_t *event;
   uint64_t instance;
-  union {
-    struct {
-      uint16_t type;
-      uint8_t stream;
-      uint8_t pad;
-      uint32_t name_len;
-    };
-    uint64_t word; /* the four fields above in one store */
-  };
+  uint16_t type;
+  uint8_t stream;
+  uint8_t pad; /* the record kind: what its inline bytes are */
+  uint32_t name_len;
 };
 _Static_assert(sizeof(struct pt_rec) == 32, "record layout");
 
-/* What a record's inline bytes are (its `pad` byte). */
+/* What a record's inline bytes are (its `pad` byte; xpt_rec_kind). */
 enum { PT_INLINE_NAME = 0, PT_INLINE_TIMED = 1, PT_INLINE_EDGE = 2 };
 /* A timed slice (xptrace_protocol.h): this, then the track name and the
  * name (no terminators). */
@@ -46,29 +44,21 @@ struct pt_timed_inline {
 struct pt_edge_inline {
   uint64_t source_instance, target_instance;
 };
-
-static inline uint64_t pt_rec_word(uint16_t type, uint8_t stream, uint32_t name_len) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  return type | (uint64_t)stream << 16 | (uint64_t)name_len << 32;
-#else
-  return (uint64_t)type << 48 | (uint64_t)stream << 40 | name_len;
-#endif
-}
 #define PT_NAME_MAX 255u
 
-static inline uint32_t pt_rec_size(uint32_t name_len) {
-  return (uint32_t)sizeof(struct pt_rec) + ((name_len + 7u) & ~7u);
-}
-
-/* A chunk is written by its thread only; `committed` (release) says how
- * far its records are complete, and `next` is set once it is sealed. */
-struct pt_chunk {
-  _Atomic uint32_t committed;
-  uint32_t cap;
-  uint32_t consumed; /* writer: bytes already encoded */
-  struct pt_chunk *_Atomic next;
-  _Alignas(16) char data[];
+/* A trace point as the recording describes it: an event and payload of
+ * the finisher's own, so that encoders read the usual fields, and the
+ * metadata it had (entries of struct xpt_rec_meta). */
+struct pt_desc {
+  xpti_trace_event_data_t ev;
+  xpti_payload_t payload;
+  uint32_t meta_count;
+  const uint8_t *meta; /* in the finisher's memory */
+  size_t meta_len;
 };
+static inline const struct pt_desc *pt_desc_of(const xpti_trace_event_data_t *e) {
+  return (const struct pt_desc *)(const void *)e; /* ev is the first member */
+}
 
 /* A trace point already seen on a sequence: its interned name, and the
  * metadata count when its properties were last written. */
@@ -93,39 +83,18 @@ struct pt_seq {
 /* Forget everything written on the sequence (a new one starts). */
 PT_HIDDEN void pt_seq_reset(struct pt_seq *s);
 
+/* A thread of the recorded process, as the finisher writes it. */
 struct pt_thread {
-  /* producer side (the hot path reaches cur through a TLS pointer) */
-  struct pt_chunk *cur;
-  _Atomic uint64_t dropped;
-  /* queue: head is the oldest chunk (writer; ring recycling under `owner`) */
-  struct pt_chunk *_Atomic head;
-  _Atomic int owner; /* 0 free, 1 producer recycling, 2 writer */
-  _Atomic int exited;
-  bool dead; /* inherited from the parent across fork */
-  struct pt_thread *next_all;
   pid_t pid;
   pid_t tid;
   uint32_t index;
   char name[24];
-  uint64_t last_ns; /* writer: timestamps never go back on a thread */
+  uint64_t last_ns; /* timestamps never go back on a thread */
   struct pt_seq seq;
 };
 
-/* ---- clock ---- */
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#define PT_HAVE_TSC 1
-static inline uint64_t pt_ticks(void) { return __rdtsc(); }
-#else
-#define PT_HAVE_TSC 0
-static inline uint64_t pt_ticks(void) { return 0; } /* never chosen */
-#endif
-
-/* ---- global state (pt_collector.c) ---- */
+/* ---- global state of the finisher (pt_finish.c) ---- */
 enum pt_format { PT_FORMAT_PROTO, PT_FORMAT_JSON };
-enum pt_policy { PT_POLICY_FLUSH, PT_POLICY_RING };
-
-PT_HIDDEN extern struct pt_thread *_Atomic pt_threads;
 PT_HIDDEN extern enum pt_format pt_format;
 
 /* ---- a growable output buffer with nested protobuf lengths ---- */
@@ -136,13 +105,18 @@ struct pt_buf {
   bool failed; /* out of memory: the packet is dropped */
 };
 
-/* ---- writer (pt_collector.c) ---- */
+/* ---- writer (pt_finish.c) ---- */
 /* Per-record information the encoders need. */
 enum pt_kind { PT_KIND_BEGIN, PT_KIND_END, PT_KIND_INSTANT, PT_KIND_GRAPH };
 PT_HIDDEN enum pt_kind pt_kind_of(uint16_t type);
 /* Name of a record's slice: payload name, inline name, or type name. */
 PT_HIDDEN const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen);
 PT_HIDDEN const char *pt_stream_name(uint8_t stream);
+/* A trace point type's name (user-defined ones after their tool). */
+PT_HIDDEN const char *pt_type_name(uint16_t type, char *buf, size_t buflen);
+PT_HIDDEN void pt_str_reset(void);
+/* Forget what the encoders wrote (a new file starts). */
+PT_HIDDEN void pt_encoders_reset(void);
 
 /* Global string table (writer only): content -> id, ids from 1. */
 PT_HIDDEN uint32_t pt_str_id(const char *s, size_t len);
@@ -158,7 +132,7 @@ PT_HIDDEN void pt_dev_edge(uint64_t source_uid, uint64_t source_instance, uint64
 PT_HIDDEN void pt_dev_pass(struct pt_buf *out, const struct pt_encoder *enc, bool final,
                            uint64_t now_ns);
 PT_HIDDEN uint64_t pt_dev_dropped(void);
-PT_HIDDEN void pt_dev_reset(void); /* a forked child starts afresh */
+PT_HIDDEN void pt_dev_reset(void); /* before each recording is finished */
 
 /* Graph records kept for the final flush (edges need both ends). */
 struct pt_graph_rec {
@@ -199,11 +173,14 @@ struct pt_encoder {
 PT_HIDDEN extern const struct pt_encoder pt_proto_encoder;
 PT_HIDDEN extern const struct pt_encoder pt_json_encoder;
 
-/* Process-wide identity used by the encoders. */
+/* Identity of the recorded process, used by the encoders. */
 struct pt_process {
   pid_t pid;
   uint64_t start_ns;
   bool forked; /* a forked child: sequence ids are made from the pid */
+  char program[64];
+  const char *stream_names; /* 256 names of XPT_REC_NAME_LEN bytes */
+  const char *tool_names;
 };
 /* XPTRACE_ANNOTATE=all: every slice carries every annotation, instance
  * included; default: properties on a trace point's first slice only. */

@@ -9,6 +9,9 @@
 static uint64_t json_events;
 static uint64_t json_edges_emitted;
 
+PT_HIDDEN void pt_json_reset(void);
+void pt_json_reset(void) { json_events = json_edges_emitted = 0; }
+
 /* Separator before every event but the first. */
 static void json_open(struct pt_buf *b, const char *ph, uint64_t ts, pid_t tid) {
   pt_buf_str(b, json_events++ ? ",\n{" : "\n{");
@@ -71,7 +74,7 @@ static void json_begin_file(struct pt_buf *b) {
   json_events = 0;
   json_edges_emitted = 0;
   pt_buf_str(b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-  json_meta(b, "process_name", (pid_t)pt_proc.pid, xpt_program_name());
+  json_meta(b, "process_name", (pid_t)pt_proc.pid, pt_proc.program);
 }
 
 static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,

@@ -124,7 +124,7 @@ static void proto_begin_file(struct pt_buf *b) {
   pb_uint(b, TD_UUID, pt_process_uuid());
   size_t pd = pb_open(b, TD_PROCESS);
   pb_uint(b, PD_PID, (uint64_t)pt_proc.pid);
-  pb_string(b, PD_NAME, xpt_program_name());
+  pb_string(b, PD_NAME, pt_proc.program);
   pb_close(b, pd);
   pb_close(b, td);
   pb_close(b, p);
@@ -384,6 +384,13 @@ static void pb_plain_args(struct pt_buf *b, const struct pt_args *a) {
 static uint64_t pt_edges_emitted;
 static bool pt_graph_track_done;
 static pid_t pt_graph_track_pid;
+
+PT_HIDDEN void pt_json_reset(void);
+void pt_encoders_reset(void) {
+  pt_edges_emitted = 0;
+  pt_graph_track_done = false;
+  pt_json_reset();
+}
 
 static void proto_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
   struct pt_graph_links l;

@@ -20,6 +20,12 @@ rm -rf "$outdir"
 env XPTI_TRACE_ENABLE=1 XPTI_SUBSCRIBERS="$collector" XPTRACE_OUTPUT="$outdir" \
     XPTRACE_TRACE_FORMAT="$tformat" $envs "$workload" $mode_args 2>"$outdir.stderr"
 rc=$?
+# A killed process leaves its recording: finishing it is xptrace's job.
+if [ "$rc" -ge 128 ]; then
+  xptrace_bin="$(dirname "$collector")/../bin/xptrace"
+  "$xptrace_bin" finish "$outdir" 2>>"$outdir.stderr" || { echo "FAIL: xptrace finish"; exit 1; }
+  find "$outdir" -name 'events*.xprec' | grep -q . && { echo "FAIL: a recording was left"; exit 1; }
+fi
 cat "$outdir.stderr" >&2
 if [ "$rc" -ne "$status" ]; then
   echo "FAIL: workload exited with $rc, expected $status"; exit 1

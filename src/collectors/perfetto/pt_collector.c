@@ -1,339 +1,50 @@
-/* libxpti_perfetto.so: records every notification into per-thread buffers
- * (no lock, never waits) and turns them into a Perfetto or Chrome JSON
- * trace in a writer: a background thread (policy "flush") and the flush
- * hooks (exit, signals, xptiFinalize of the last stream). */
+/* libxpti_perfetto.so: records every notification into per-thread chunks
+ * of a file-backed shared mapping (src/trace/xpt_rec.h), with no lock and
+ * no wait.  Nothing is done at signal time: whoever finishes the run (this
+ * process at exit, else `xptrace`, else `xptrace finish`) turns the
+ * recording into the trace (src/trace/pt_finish.c).
+ *
+ * Only values are recorded (ids, times, copies of names), never a pointer
+ * into the caller's event, payload or user data. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
-#include <semaphore.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
-#include "pt_internal.h"
 #include "xpt_collector.h"
+#include "xpt_finish.h"
+#include "xpti/xpti_trace_framework.h"
+#include "xpt_rec.h"
 #include "xptrace/xptrace_protocol.h"
 
-struct pt_thread *_Atomic pt_threads;
-enum pt_format pt_format;
-struct pt_process pt_proc;
+/* ---- clock: raw TSC ticks when invariant, else MONOTONIC ns ------------- */
 
-static enum pt_policy pt_policy;
-static uint64_t pt_budget;
-static uint32_t pt_chunk_cap;
-static _Atomic uint64_t pt_in_use;
-static _Atomic uint32_t pt_thread_count;
-static _Atomic uint64_t pt_dropped_global; /* no thread state could be made */
-static pthread_key_t pt_key;
-static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
-/* Two small initial-exec TLS pointers (PERF.md): the current chunk, read
- * by the hot path, and the thread's state, read by the slow paths. */
-static __thread struct pt_chunk *pt_tls_chunk __attribute__((tls_model("initial-exec")));
-static __thread struct pt_thread *pt_tls __attribute__((tls_model("initial-exec")));
-/* Types the hot path leaves to the slow one, by low byte (set before any
- * callback is registered): edge_create (node instances are read) and the
- * xptrace timed slice (inline times and names).  Other types sharing a
- * low byte take the slow path too and are recorded as usual. */
-static uint8_t pt_slow_type[256];
-static uint16_t pt_timed_type; /* 0: the framework gave none */
-static _Atomic bool pt_timed_bad_reported;
-
-/* ---- the hot path ------------------------------------------------------ */
+#if defined(__x86_64__)
+#define PT_HAVE_TSC 1
+static inline uint64_t pt_ticks(void) { return __rdtsc(); }
+#else
+#define PT_HAVE_TSC 0
+static inline uint64_t pt_ticks(void) { return 0; } /* never chosen */
+#endif
 
 static inline uint64_t pt_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-
-static void pt_writer_wake(void);
-static bool pt_next_chunk(struct pt_thread *t);
-static struct pt_thread *pt_thread_new(void);
-
-
-/* Everything but the common case: no thread state or chunk yet, a full
- * chunk, a NULL event (maybe with an inline name). */
-static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, uint16_t type,
-                                                     const xpti_trace_event_data_t *event,
-                                                     uint64_t instance, const void *user_data) {
-  struct pt_thread *t = pt_tls;
-  if (!t) {
-    t = pt_thread_new();
-    if (!t) {
-      atomic_fetch_add_explicit(&pt_dropped_global, 1, memory_order_relaxed);
-      return;
-    }
-  }
-  uint32_t name_len = 0;
-  uint8_t inline_kind = PT_INLINE_NAME;
-  const char *name = NULL;
-  struct pt_timed_inline timed = {0, 0, 0, 0, 0, 0};
-  struct pt_edge_inline edge = {0, 0};
-  const xptrace_timed_slice_t *slice = NULL;
-  if (type == pt_timed_type && pt_timed_type) {
-    slice = user_data;
-    if (!slice) {
-      if (!atomic_exchange(&pt_timed_bad_reported, true))
-        fprintf(stderr, "xpti: perfetto collector: timed slice without user data ignored\n");
-      return;
-    }
-    timed = (struct pt_timed_inline){slice->begin_ns, slice->end_ns, slice->track_id, 0, 0, 0};
-    if (slice->track_name)
-      timed.track_name_len = (uint16_t)strnlen(slice->track_name, PT_NAME_MAX);
-    if (slice->name)
-      timed.name_len = (uint16_t)strnlen(slice->name, PT_NAME_MAX);
-    inline_kind = PT_INLINE_TIMED;
-    name_len = (uint32_t)sizeof timed + timed.track_name_len + timed.name_len;
-  } else if (type == XPTI_TRACE_EDGE_CREATE && event) {
-    /* Which visits of the two nodes the edge joins: their latest. */
-    const xpti_trace_event_data_t *from = xptiFindEvent(event->source_id);
-    const xpti_trace_event_data_t *to = xptiFindEvent(event->target_id);
-    edge.source_instance = from ? __atomic_load_n(&from->instance_id, __ATOMIC_RELAXED) : 0;
-    edge.target_instance = to ? __atomic_load_n(&to->instance_id, __ATOMIC_RELAXED) : 0;
-    inline_kind = PT_INLINE_EDGE;
-    name_len = (uint32_t)sizeof edge;
-  } else if (event == NULL && (type & 1) == 0) {
-    /* Without an event, begins and instants take the name their user
-     * data carries (function names); ends need none. */
-    name = xpti_user_data_name(type, user_data);
-    if (name)
-      name_len = (uint32_t)strnlen(name, PT_NAME_MAX);
-  }
-  uint32_t size = pt_rec_size(name_len);
-  uint64_t ts = tsc ? pt_ticks() : pt_now();
-  struct pt_chunk *c = t->cur;
-  uint32_t off = c ? atomic_load_explicit(&c->committed, memory_order_relaxed) : 0;
-  if (!c || c->cap - off < size) {
-    if (!pt_next_chunk(t)) {
-      atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-      return;
-    }
-    c = t->cur;
-    off = 0;
-  }
-  struct pt_rec *r = (struct pt_rec *)(c->data + off);
-  r->ts = ts;
-  r->event = event;
-  r->instance = instance;
-  r->type = type;
-  r->stream = stream;
-  r->pad = inline_kind;
-  r->name_len = name_len;
-  char *extra = (char *)(r + 1);
-  if (inline_kind == PT_INLINE_TIMED) {
-    memcpy(extra, &timed, sizeof timed);
-    if (timed.track_name_len)
-      memcpy(extra + sizeof timed, slice->track_name, timed.track_name_len);
-    if (timed.name_len)
-      memcpy(extra + sizeof timed + timed.track_name_len, slice->name, timed.name_len);
-  } else if (inline_kind == PT_INLINE_EDGE) {
-    memcpy(extra, &edge, sizeof edge);
-  } else if (name_len) {
-    memcpy(extra, name, name_len);
-  }
-  atomic_store_explicit(&c->committed, off + size, memory_order_release);
-}
-
-/* The common case: one TLS load, a bounds check, the timestamp, four
- * stores of the record and the release store that publishes it. */
-static inline __attribute__((always_inline)) void
-pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
-          uint64_t instance, const void *user_data) {
-  struct pt_chunk *c = pt_tls_chunk;
-  if (__builtin_expect(c != NULL && event != NULL && !pt_slow_type[type & 0xff], 1)) {
-    uint32_t off = atomic_load_explicit(&c->committed, memory_order_relaxed);
-    if (__builtin_expect(off <= c->cap - (uint32_t)sizeof(struct pt_rec), 1)) {
-      struct pt_rec *r = (struct pt_rec *)(c->data + off);
-      r->ts = tsc ? pt_ticks() : pt_now();
-      r->event = event;
-      r->instance = instance;
-      r->word = pt_rec_word(type, stream, 0);
-      atomic_store_explicit(&c->committed, off + (uint32_t)sizeof(struct pt_rec),
-                            memory_order_release);
-      return;
-    }
-  }
-  pt_record_slow(tsc, stream, type, event, instance, user_data);
-}
-
-/* One callback per stream receives every trace type, user-defined ones
- * registered at any time included; the clock is chosen at registration. */
-static void pt_stream_cb_tsc(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
-                             xpti_trace_event_data_t *event, uint64_t instance,
-                             const void *user_data) {
-  (void)parent;
-  pt_record(true, stream, type, event, instance, user_data);
-}
-
-static void pt_stream_cb_mono(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
-                              xpti_trace_event_data_t *event, uint64_t instance,
-                              const void *user_data) {
-  (void)parent;
-  pt_record(false, stream, type, event, instance, user_data);
-}
-
-/* ---- the slow paths of recording --------------------------------------- */
-
-static void pt_thread_exit(void *p) {
-  struct pt_thread *t = p;
-  if (pt_tls == t) {
-    pt_tls = NULL; /* a later record (another destructor) starts afresh */
-    pt_tls_chunk = NULL;
-  }
-  atomic_store_explicit(&t->exited, 1, memory_order_release);
-}
-
-static struct pt_thread *pt_thread_new(void) {
-  struct pt_thread *t = calloc(1, sizeof *t);
-  if (!t)
-    return NULL;
-  t->pid = getpid();
-  t->tid = (pid_t)syscall(SYS_gettid);
-  if (t->tid == t->pid)
-    snprintf(t->name, sizeof t->name, "%s", xpt_program_name());
-  else if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0)
-    t->name[0] = '\0';
-  t->index = atomic_fetch_add_explicit(&pt_thread_count, 1, memory_order_relaxed) + 1;
-  struct pt_thread *head = atomic_load_explicit(&pt_threads, memory_order_relaxed);
-  do
-    t->next_all = head;
-  while (!atomic_compare_exchange_weak_explicit(&pt_threads, &head, t, memory_order_release,
-                                                memory_order_relaxed));
-  pt_tls = t;
-  pthread_setspecific(pt_key, t);
-  return t;
-}
-
-static uint32_t pt_count_records(const struct pt_chunk *c, uint32_t from, uint32_t to) {
-  uint32_t n = 0;
-  while (from < to) {
-    const struct pt_rec *r = (const struct pt_rec *)(c->data + from);
-    from += pt_rec_size(r->name_len);
-    n++;
-  }
-  return n;
-}
-
-/* Ring policy: reuse this thread's oldest sealed chunk; what it still held
- * is dropped.  Never waits: when the writer holds the thread, give up. */
-static struct pt_chunk *pt_recycle(struct pt_thread *t) {
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&t->owner, &expected, 1))
-    return NULL;
-  struct pt_chunk *old = atomic_load_explicit(&t->head,
-                                              memory_order_relaxed);
-  struct pt_chunk *c = NULL;
-  if (old && old != t->cur) {
-    uint32_t committed = atomic_load_explicit(&old->committed, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->dropped, pt_count_records(old, old->consumed, committed),
-                              memory_order_relaxed);
-    atomic_store_explicit(&t->head, atomic_load_explicit(&old->next, memory_order_relaxed),
-                          memory_order_relaxed);
-    c = old;
-    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
-    c->consumed = 0;
-  }
-  atomic_store_explicit(&t->owner, 0, memory_order_release);
-  return c;
-}
-
-/* Chunks the writer has encoded wait here for the next producer: their
- * pages are mapped and maybe cached, where fresh memory costs a page fault
- * every 128 records.  Producers only try the lock: they never wait.  The
- * pool's chunks count against the budget. */
-#define PT_POOL_MAX 64
-static pthread_mutex_t pt_pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pt_chunk *pt_pool;
-static unsigned pt_pool_n;
-
-static struct pt_chunk *pt_pool_take(void) {
-  if (pthread_mutex_trylock(&pt_pool_lock) != 0)
-    return NULL;
-  struct pt_chunk *c = pt_pool;
-  if (c) {
-    pt_pool = atomic_load_explicit(&c->next, memory_order_relaxed);
-    pt_pool_n--;
-  }
-  pthread_mutex_unlock(&pt_pool_lock);
-  if (c) {
-    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
-    c->consumed = 0;
-  }
-  return c;
-}
-
-/* Writer: keep c for reuse, or give it back. */
-static void pt_pool_give(struct pt_chunk *c) {
-  pthread_mutex_lock(&pt_pool_lock);
-  bool kept = pt_pool_n < PT_POOL_MAX && c->cap == pt_chunk_cap;
-  if (kept) {
-    atomic_store_explicit(&c->next, pt_pool, memory_order_relaxed);
-    pt_pool = c;
-    pt_pool_n++;
-  }
-  pthread_mutex_unlock(&pt_pool_lock);
-  if (!kept) {
-    atomic_fetch_sub_explicit(&pt_in_use, sizeof *c + c->cap, memory_order_relaxed);
-    free(c);
-  }
-}
-
-/* A record (<= 32 + 256 bytes) always fits an empty chunk. */
-static bool pt_next_chunk(struct pt_thread *t) {
-  size_t bytes = sizeof(struct pt_chunk) + pt_chunk_cap;
-  struct pt_chunk *c = pt_pool_take();
-  if (c)
-    goto link;
-  uint64_t used = atomic_fetch_add_explicit(&pt_in_use, bytes, memory_order_relaxed);
-  if (used + bytes <= pt_budget)
-    c = malloc(bytes);
-  if (c) {
-    atomic_init(&c->next, NULL);
-    atomic_init(&c->committed, 0);
-    c->consumed = 0;
-    c->cap = pt_chunk_cap;
-  } else {
-    atomic_fetch_sub_explicit(&pt_in_use, bytes, memory_order_relaxed);
-    if (pt_policy == PT_POLICY_RING && t->cur)
-      c = pt_recycle(t);
-    if (!c) {
-      if (pt_policy == PT_POLICY_FLUSH)
-        pt_writer_wake();
-      return false;
-    }
-  }
-link:
-  if (t->cur)
-    atomic_store_explicit(&t->cur->next, c, memory_order_release);
-  else
-    atomic_store_explicit(&t->head, c, memory_order_release);
-  t->cur = c;
-  pt_tls_chunk = c;
-  if (pt_policy == PT_POLICY_FLUSH)
-    pt_writer_wake();
-  return true;
-}
-
-/* ---- clock: raw TSC ticks in the hot path, MONOTONIC ns in the file ---- */
-/* Ticks become ns at write time: the slope comes from the longest interval
- * known (set-up to this pass), the offset from a point taken at this pass,
- * so records near the pass are exact and NTP slewing between passes does
- * not accumulate. */
-
-struct pt_clock_point {
-  uint64_t tsc, ns;
-};
-static bool pt_use_tsc;
-static struct pt_clock_point pt_clock_base, pt_clock_anchor;
-static double pt_ns_per_tick = 1.0;
 
 /* TSC ticks at a constant rate through frequency changes and idle states. */
 static bool pt_tsc_invariant(void) {
@@ -355,21 +66,716 @@ static bool pt_tsc_invariant(void) {
   return constant && nonstop;
 }
 
-/* A (ticks, ns) pair read as close together as a few tries allow. */
-static struct pt_clock_point pt_clock_point_read(void) {
-  struct pt_clock_point best = {0, 0};
-  uint64_t best_gap = UINT64_MAX;
-  for (int i = 0; i < 5; i++) {
-    uint64_t t0 = pt_ticks(), ns = pt_now(), t1 = pt_ticks();
-    if (t1 - t0 < best_gap) {
-      best_gap = t1 - t0;
-      best = (struct pt_clock_point){t0 + (t1 - t0) / 2, ns};
+/* ---- configuration (read once) ------------------------------------------ */
+
+static bool pt_use_tsc;
+static uint32_t pt_format_kind;
+static uint32_t pt_policy;
+static bool pt_annotate;
+static uint64_t pt_budget;
+static uint32_t pt_chunk_size;
+static bool pt_launcher_finishes; /* under `xptrace`: it finishes the run */
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+/* Types the hot path leaves to the slow one, by low byte: edge_create
+ * (node instances are read), timed slices (inline times and names) and
+ * user-defined types (their tool is named once). */
+static uint8_t pt_slow_type[256];
+static uint16_t pt_timed_type; /* 0: the framework gave none */
+static _Atomic bool pt_timed_bad_reported;
+
+/* ---- the recording file -------------------------------------------------- */
+
+enum { PT_SEEN = 256 };
+#define PT_SEEN_EMPTY UINT64_MAX
+
+struct pt_rthread {
+  /* hot: the current chunk's data, its capacity, the next offset */
+  uint8_t *data;
+  uint32_t cap, off;
+  struct xpt_rec_chunk *cur; /* mapped; NULL: none yet */
+  uint64_t cur_index;
+  uint64_t seen[PT_SEEN]; /* uids described (direct-mapped) */
+  pid_t pid, tid;
+  uint64_t segment;  /* segment number of this thread */
+  uint32_t nchunks;  /* ring: chunks it owns, the current one included */
+  bool own_desc;     /* descriptions went into its own chunk: forget them with it */
+  struct pt_rthread *next_all, *next_free;
+};
+
+static struct {
+  int fd;
+  struct xpt_rec_header *h; /* shared mapping of the header */
+  uint64_t max_chunks;      /* ring */
+  struct pt_rthread **owner; /* ring: chunk -> owner (NULL: free or dictionary) */
+  uint64_t *chunk_gen;       /* ring: when each chunk was taken */
+  pid_t pid;                 /* the process the recording belongs to */
+  char dir[4096], name[64];
+  bool failed;
+} pt_rec = {.fd = -1};
+
+static pthread_mutex_t pt_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pt_ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pt_dict_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pt_free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pt_rthread *_Atomic pt_all;
+static struct pt_rthread *pt_free;
+static pthread_key_t pt_key;
+static _Atomic uint64_t pt_lost_early; /* before any recording could be made */
+/* The shared dictionary chunk (descriptions), under pt_dict_lock. */
+static struct xpt_rec_chunk *pt_dict;
+static uint32_t pt_dict_off;
+
+static __thread struct pt_rthread *pt_tls __attribute__((tls_model("initial-exec")));
+
+static inline size_t pt_seen_slot(uint64_t uid) {
+  return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
+static void pt_drop(uint64_t n) {
+  if (pt_rec.h)
+    atomic_fetch_add_explicit(&pt_rec.h->dropped, n, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&pt_lost_early, n, memory_order_relaxed);
+}
+
+static off_t pt_chunk_offset(uint64_t index) {
+  return (off_t)XPT_REC_HEADER_SIZE + (off_t)index * pt_chunk_size;
+}
+
+static struct xpt_rec_chunk *pt_chunk_map(uint64_t index) {
+  void *p = mmap(NULL, pt_chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, pt_rec.fd,
+                 pt_chunk_offset(index));
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void pt_chunk_start(struct xpt_rec_chunk *c, uint32_t kind) {
+  atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
+  c->kind = kind;
+  atomic_store_explicit(&c->gen, atomic_fetch_add(&pt_rec.h->gen, 1) + 1, memory_order_relaxed);
+  atomic_store_explicit((_Atomic uint32_t *)&c->magic, XPT_REC_CHUNK_MAGIC, memory_order_release);
+}
+
+/* A never-used chunk, or UINT64_MAX.  Flush: the file grows by one chunk,
+ * its blocks allocated now so that a full disk is a dropped event, never
+ * a SIGBUS later. */
+static uint64_t pt_chunk_fresh(void) {
+  uint64_t index = atomic_fetch_add(&pt_rec.h->chunks_used, 1);
+  if (pt_policy == XPT_REC_RING) {
+    if (index < pt_rec.max_chunks)
+      return index;
+    atomic_fetch_sub(&pt_rec.h->chunks_used, 1);
+    return UINT64_MAX;
+  }
+  int e = fallocate(pt_rec.fd, 0, pt_chunk_offset(index), pt_chunk_size);
+  if (e != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+    /* No block reservation on this file system: grow the file (never
+     * shrinks it, unlike ftruncate from a thread that is behind). */
+    char zero = 0;
+    e = pwrite(pt_rec.fd, &zero, 1, pt_chunk_offset(index + 1) - 1) == 1 ? 0 : -1;
+  }
+  if (e != 0) {
+    atomic_store(&pt_rec.h->disk_full, 1);
+    return UINT64_MAX; /* a hole in the file: never mapped, skipped by readers */
+  }
+  return index;
+}
+
+/* Ring: the oldest chunk of the thread holding the most (possibly the
+ * caller), so that every thread keeps its newest chunks.  What it held is
+ * dropped.  Only tried, never waited for. */
+static uint64_t pt_chunk_steal(struct pt_rthread *self) {
+  int tries = 0;
+  while (pthread_mutex_trylock(&pt_ring_lock) != 0)
+    if (++tries > 64)
+      return UINT64_MAX;
+    else
+      sched_yield();
+  struct pt_rthread *victim = NULL;
+  for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all)
+    if (t->nchunks > 1 && (!victim || t->nchunks > victim->nchunks))
+      victim = t;
+  uint64_t best = UINT64_MAX, best_gen = UINT64_MAX;
+  if (victim && (victim != self || self->nchunks > 1)) {
+    for (uint64_t i = 0; i < pt_rec.max_chunks; i++)
+      if (pt_rec.owner[i] == victim && i != victim->cur_index && pt_rec.chunk_gen[i] < best_gen) {
+        best = i;
+        best_gen = pt_rec.chunk_gen[i];
+      }
+  }
+  if (best != UINT64_MAX) {
+    victim->nchunks--;
+    pt_rec.owner[best] = NULL;
+    /* Count what is lost: the records of the chunk (thread records apart). */
+    struct xpt_rec_chunk *c = pt_chunk_map(best);
+    if (c) {
+      const uint8_t *d = (const uint8_t *)(c + 1);
+      uint32_t end = atomic_load(&c->committed), off = 0, n = 0;
+      while (off + sizeof(struct xpt_rec_raw) <= end) {
+        const struct xpt_rec_raw *r = (const struct xpt_rec_raw *)(d + off);
+        n += r->kind != XPT_REC_THREAD;
+        off += xpt_rec_size(r->len);
+      }
+      pt_drop(n);
+      atomic_store(&c->committed, 0);
+      munmap(c, pt_chunk_size);
+    } else {
+      best = UINT64_MAX;
     }
   }
+  pthread_mutex_unlock(&pt_ring_lock);
   return best;
 }
 
-static void pt_clock_setup(void) {
+static void pt_ring_own(struct pt_rthread *t, uint64_t index) {
+  if (pt_policy != XPT_REC_RING) {
+    t->cur_index = index;
+    return;
+  }
+  pthread_mutex_lock(&pt_ring_lock);
+  pt_rec.owner[index] = t;
+  pt_rec.chunk_gen[index] = atomic_load(&pt_rec.h->gen);
+  t->nchunks++;
+  t->cur_index = index;
+  pthread_mutex_unlock(&pt_ring_lock);
+}
+
+static void pt_append(uint8_t *data, uint32_t off, const struct xpt_rec_raw *r, const void *a,
+                      uint32_t alen, const void *b, uint32_t blen, const void *c, uint32_t clen) {
+  uint8_t *p = data + off;
+  memcpy(p, r, sizeof *r);
+  p += sizeof *r;
+  if (alen)
+    memcpy(p, a, alen);
+  if (blen)
+    memcpy(p + alen, b, blen);
+  if (clen)
+    memcpy(p + alen + blen, c, clen);
+}
+
+/* Opens a new segment of t in its (new) chunk. */
+static void pt_segment_open(struct pt_rthread *t) {
+  char name[16] = "";
+  if (t->tid == t->pid)
+    snprintf(name, sizeof name, "%s", xpt_program_name());
+  else
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+  uint32_t len = (uint32_t)strnlen(name, sizeof name);
+  struct xpt_rec_raw r = {pt_use_tsc ? pt_ticks() : pt_now(),
+                          (uint64_t)(uint32_t)t->pid << 32 | (uint32_t)t->tid,
+                          t->segment++,
+                          0,
+                          0,
+                          XPT_REC_THREAD,
+                          len};
+  pt_append(t->data, t->off, &r, name, len, NULL, 0, NULL, 0);
+  t->off += xpt_rec_size(len);
+  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+}
+
+/* t's next chunk; false when none can be had (the event is dropped). */
+static bool pt_next_chunk(struct pt_rthread *t) {
+  uint64_t index = pt_chunk_fresh();
+  if (index == UINT64_MAX && pt_policy == XPT_REC_RING)
+    index = pt_chunk_steal(t);
+  if (index == UINT64_MAX)
+    return false;
+  struct xpt_rec_chunk *c = pt_chunk_map(index);
+  if (!c)
+    return false;
+  pt_chunk_start(c, XPT_REC_CHUNK_EVENTS);
+  if (t->cur)
+    munmap(t->cur, pt_chunk_size); /* sealed: the file keeps it */
+  pt_ring_own(t, index);
+  if (t->own_desc) {
+    memset(t->seen, 0xff, sizeof t->seen);
+    t->own_desc = false;
+  }
+  t->cur = c;
+  t->data = (uint8_t *)(c + 1);
+  t->cap = pt_chunk_size - (uint32_t)sizeof *c;
+  t->off = 0;
+  pt_segment_open(t);
+  return true;
+}
+
+static void pt_thread_exit(void *p);
+
+/* A thread's state: one that an ended thread left (its chunk goes on
+ * being filled), else a new one.  Memory from mmap, not malloc, so that a
+ * thread's first event may come from a signal handler. */
+static struct pt_rthread *pt_thread_new(void) {
+  struct pt_rthread *t = NULL;
+  if (pthread_mutex_trylock(&pt_free_lock) == 0) {
+    t = pt_free;
+    if (t)
+      pt_free = t->next_free;
+    pthread_mutex_unlock(&pt_free_lock);
+  }
+  if (!t) {
+    void *m = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+      return NULL;
+    t = m;
+    memset(t->seen, 0xff, sizeof t->seen);
+    struct pt_rthread *head = atomic_load_explicit(&pt_all, memory_order_relaxed);
+    do
+      t->next_all = head;
+    while (!atomic_compare_exchange_weak(&pt_all, &head, t));
+  }
+  t->pid = getpid();
+  t->tid = (pid_t)syscall(SYS_gettid);
+  t->segment = 0;
+  t->next_free = NULL;
+  if (t->cur && t->cap - t->off >= xpt_rec_size(16))
+    pt_segment_open(t);
+  else if (t->cur)
+    t->off = t->cap; /* full: the first record takes a new chunk */
+  pt_tls = t;
+  pthread_setspecific(pt_key, t);
+  return t;
+}
+
+static void pt_thread_exit(void *p) {
+  struct pt_rthread *t = p;
+  if (pt_tls == t)
+    pt_tls = NULL; /* a later record (another destructor) starts afresh */
+  pthread_mutex_lock(&pt_free_lock);
+  t->next_free = pt_free;
+  pt_free = t;
+  pthread_mutex_unlock(&pt_free_lock);
+}
+
+/* ---- descriptions ---------------------------------------------------------- */
+
+/* Writes the description of event (uid) into the shared dictionary chunk,
+ * else (lock busy: a signal handler, or no chunk left) into t's own
+ * chunk, which then forgets it when t moves to its next chunk.  Returns
+ * whether it was written (then t remembers the uid as described). */
+static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *event, uint64_t uid) {
+  struct xpt_rec_desc d;
+  memset(&d, 0, sizeof d);
+  const xpti_payload_t *p = event->reserved.payload;
+  const char *name = p ? p->name : NULL, *file = p ? p->source_file : NULL;
+  d.name_len = name ? (uint16_t)strnlen(name, XPT_REC_DESC_STR_MAX) : 0;
+  d.file_len = file ? (uint16_t)strnlen(file, XPT_REC_DESC_STR_MAX) : 0;
+  d.line = p ? p->line_no : XPTI_INVALID_LINE;
+  d.column = p ? p->column_no : XPTI_INVALID_LINE;
+  d.payload_flags = p ? p->flags : 0;
+  d.source_id = event->source_id;
+  d.target_id = event->target_id;
+  d.event_type = event->event_type;
+  d.activity_type = event->activity_type;
+  d.event_flags = event->flags;
+  uint8_t meta[XPT_REC_DESC_META_MAX];
+  uint32_t count = xptiMetadataCount(event);
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t key_id;
+    int32_t value_id;
+    if (xptiMetadataAt(event, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
+      break;
+    const char *key = xptiLookupString(key_id);
+    xpti_object_data_t o = xptiLookupObject(value_id);
+    if (!key || !o.data)
+      continue;
+    struct xpt_rec_meta m = {(uint16_t)strnlen(key, 255), o.type, 0, 0};
+    m.value_len = o.size > 1024 ? 1024 : (uint32_t)o.size;
+    size_t need = sizeof m + m.key_len + m.value_len;
+    if (d.meta_len + need > sizeof meta)
+      break;
+    memcpy(meta + d.meta_len, &m, sizeof m);
+    memcpy(meta + d.meta_len + sizeof m, key, m.key_len);
+    memcpy(meta + d.meta_len + sizeof m + m.key_len, o.data, m.value_len);
+    d.meta_len += (uint32_t)need;
+    d.meta_count++;
+  }
+  uint32_t len = (uint32_t)sizeof d + d.name_len + d.file_len + d.meta_len;
+  uint32_t size = xpt_rec_size(len);
+  struct xpt_rec_raw r = {0, uid, 0, 0, 0, XPT_REC_DESC, len};
+  uint32_t dcap = pt_chunk_size - (uint32_t)sizeof(struct xpt_rec_chunk);
+  if (pthread_mutex_trylock(&pt_dict_lock) == 0) {
+    bool ok = pt_dict && dcap - pt_dict_off >= size;
+    if (!ok) {
+      uint64_t index = pt_chunk_fresh();
+      struct xpt_rec_chunk *c = index == UINT64_MAX ? NULL : pt_chunk_map(index);
+      if (c) {
+        pt_chunk_start(c, XPT_REC_CHUNK_DICT);
+        if (pt_dict)
+          munmap(pt_dict, pt_chunk_size);
+        pt_dict = c;
+        pt_dict_off = 0;
+        ok = true;
+      }
+    }
+    if (ok) {
+      pt_append((uint8_t *)(pt_dict + 1), pt_dict_off, &r, &d, sizeof d, name, d.name_len, file,
+                d.file_len);
+      memcpy((uint8_t *)(pt_dict + 1) + pt_dict_off + sizeof r + sizeof d + d.name_len +
+                 d.file_len,
+             meta, d.meta_len);
+      pt_dict_off += size;
+      atomic_store_explicit(&pt_dict->committed, pt_dict_off, memory_order_release);
+    }
+    pthread_mutex_unlock(&pt_dict_lock);
+    if (ok)
+      return true;
+  }
+  /* Into the thread's own chunk, just before the record that needs it. */
+  if (t->cap - t->off < size && !pt_next_chunk(t))
+    return false;
+  pt_append(t->data, t->off, &r, &d, sizeof d, name, d.name_len, file, d.file_len);
+  memcpy(t->data + t->off + sizeof r + sizeof d + d.name_len + d.file_len, meta, d.meta_len);
+  t->off += size;
+  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+  t->own_desc = true;
+  return true;
+}
+
+/* The tool of a user-defined type, named once per recording. */
+static void pt_name_tool(uint16_t type) {
+  uint8_t tool = (uint8_t)XPTI_TOOL_ID(type);
+  if (atomic_load_explicit(&pt_rec.h->tool_named[tool], memory_order_relaxed))
+    return;
+  const char *name = xptiLookupToolName(tool);
+  if (!name || atomic_exchange(&pt_rec.h->tool_named[tool], 1))
+    return;
+  char *dst = (char *)pt_rec.h + XPT_REC_TOOLS_OFF + (size_t)tool * XPT_REC_NAME_LEN;
+  strncpy(dst, name, XPT_REC_NAME_LEN - 1);
+}
+
+/* ---- recording ------------------------------------------------------------- */
+
+static bool pt_rec_ready(void);
+static void pt_name_stream(uint8_t id, const char *name);
+static _Atomic uint8_t pt_stream_on[256];
+
+/* Everything but the common case: no thread state or chunk yet, a full
+ * chunk, a trace point not yet described, a NULL event, the slow types. */
+static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, uint16_t type,
+                                                     const xpti_trace_event_data_t *event,
+                                                     uint64_t instance, const void *user_data) {
+  if (!pt_rec_ready()) {
+    atomic_fetch_add_explicit(&pt_lost_early, 1, memory_order_relaxed);
+    return;
+  }
+  struct pt_rthread *t = pt_tls;
+  if (!t && !(t = pt_thread_new())) {
+    pt_drop(1);
+    return;
+  }
+  uint8_t kind = XPT_REC_EVENT;
+  const void *extra = NULL, *s1 = NULL, *s2 = NULL;
+  uint32_t extra_len = 0, s1_len = 0, s2_len = 0;
+  struct xpt_rec_timed timed = {0, 0, 0, 0, 0, 0};
+  struct xpt_rec_edge edge = {0, 0};
+  if (type & XPTI_TRACE_USER_DEFINED)
+    pt_name_tool(type);
+  if (type == pt_timed_type && pt_timed_type) {
+    const xptrace_timed_slice_t *slice = user_data;
+    if (!slice) {
+      if (!atomic_exchange(&pt_timed_bad_reported, true))
+        fprintf(stderr, "xpti: perfetto collector: timed slice without user data ignored\n");
+      return;
+    }
+    timed = (struct xpt_rec_timed){slice->begin_ns, slice->end_ns, slice->track_id, 0, 0, 0};
+    if (slice->track_name)
+      timed.track_name_len = (uint16_t)strnlen(slice->track_name, 255);
+    if (slice->name)
+      timed.name_len = (uint16_t)strnlen(slice->name, 255);
+    kind = XPT_REC_TIMED;
+    extra = &timed;
+    extra_len = sizeof timed;
+    s1 = slice->track_name, s1_len = timed.track_name_len;
+    s2 = slice->name, s2_len = timed.name_len;
+  } else if (type == XPTI_TRACE_EDGE_CREATE && event) {
+    /* Which visits of the two nodes the edge joins: their latest. */
+    const xpti_trace_event_data_t *from = xptiFindEvent(event->source_id);
+    const xpti_trace_event_data_t *to = xptiFindEvent(event->target_id);
+    edge.source_instance = from ? __atomic_load_n(&from->instance_id, __ATOMIC_RELAXED) : 0;
+    edge.target_instance = to ? __atomic_load_n(&to->instance_id, __ATOMIC_RELAXED) : 0;
+    kind = XPT_REC_EDGE;
+    extra = &edge;
+    extra_len = sizeof edge;
+  }
+  uint64_t uid = event ? event->unique_id : 0;
+  bool named = uid != 0 && uid != PT_SEEN_EMPTY;
+  if (!t->cur && !pt_next_chunk(t)) {
+    pt_drop(1);
+    return;
+  }
+  if (named && t->seen[pt_seen_slot(uid)] != uid && pt_describe(t, event, uid))
+    t->seen[pt_seen_slot(uid)] = uid;
+  if (!named && kind == XPT_REC_EVENT && !(type & 1)) {
+    /* No trace point to describe: begins and instants carry their name
+     * (an event's payload name, or the name in the user data). */
+    const char *name = NULL;
+    if (event && event->reserved.payload)
+      name = event->reserved.payload->name;
+    if (!name)
+      name = xpti_user_data_name(type, user_data);
+    if (name) {
+      s1 = name;
+      s1_len = (uint32_t)strnlen(name, 255);
+    }
+    uid = 0;
+  }
+  uint32_t len = extra_len + s1_len + s2_len;
+  uint32_t size = xpt_rec_size(len);
+  if (t->cap - t->off < size && !pt_next_chunk(t)) {
+    pt_drop(1);
+    return;
+  }
+  struct xpt_rec_raw r = {tsc ? pt_ticks() : pt_now(), uid, instance, type, stream, kind, len};
+  pt_append(t->data, t->off, &r, extra, extra_len, s1, s1_len, s2, s2_len);
+  t->off += size;
+  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+}
+
+/* The common case: a TLS load, the described-check, a bounds check, the
+ * timestamp, four stores of the record and the release store that
+ * publishes it. */
+static inline __attribute__((always_inline)) void
+pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
+          uint64_t instance, const void *user_data) {
+  struct pt_rthread *t = pt_tls;
+  if (__builtin_expect(t != NULL && event != NULL && !pt_slow_type[type & 0xff], 1)) {
+    uint64_t uid = event->unique_id;
+    uint32_t off = t->off;
+    if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid &&
+                             t->cap - off >= (uint32_t)sizeof(struct xpt_rec_raw),
+                         1)) {
+      struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
+      r->ts = tsc ? pt_ticks() : pt_now();
+      r->uid = uid;
+      r->instance = instance;
+      r->type = type;
+      r->stream = stream;
+      r->kind = XPT_REC_EVENT;
+      r->len = 0;
+      t->off = off + (uint32_t)sizeof *r;
+      atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+      return;
+    }
+  }
+  pt_record_slow(tsc, stream, type, event, instance, user_data);
+}
+
+/* One callback per stream receives every trace type, user-defined ones
+ * registered at any time included; the clock is chosen at set-up. */
+static void pt_stream_cb_tsc(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                             xpti_trace_event_data_t *event, uint64_t instance,
+                             const void *user_data) {
+  (void)parent;
+  pt_record(true, stream, type, event, instance, user_data);
+}
+
+static void pt_stream_cb_mono(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                              xpti_trace_event_data_t *event, uint64_t instance,
+                              const void *user_data) {
+  (void)parent;
+  pt_record(false, stream, type, event, instance, user_data);
+}
+
+/* ---- opening the recording ---------------------------------------------- */
+
+/* Creates the recording in the output folder (exclusively: a new name
+ * when taken), sized and mapped.  Normal context only (stream set-up). */
+static void pt_rec_open_locked(void) {
+  if (pt_rec.h || pt_rec.failed)
+    return;
+  const char *dir = xpt_output_dir();
+  if (!dir) {
+    pt_rec.failed = true;
+    return;
+  }
+  snprintf(pt_rec.dir, sizeof pt_rec.dir, "%s", dir);
+  int fd = -1;
+  for (int n = 0; n < 1000 && fd < 0; n++) {
+    if (n == 0)
+      snprintf(pt_rec.name, sizeof pt_rec.name, "%s", XPT_REC_FILE);
+    else
+      snprintf(pt_rec.name, sizeof pt_rec.name, "events.%d.xprec", n);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, pt_rec.name);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  uint64_t chunks = pt_policy == XPT_REC_RING ? pt_budget / pt_chunk_size : 0;
+  off_t size = (off_t)XPT_REC_HEADER_SIZE + (off_t)chunks * pt_chunk_size;
+  int err = fd < 0 ? errno : 0;
+  if (!err && fallocate(fd, 0, 0, size) != 0) {
+    err = errno;
+    if ((err == EOPNOTSUPP || err == ENOSYS) && ftruncate(fd, size) == 0)
+      err = 0;
+  }
+  void *h = MAP_FAILED;
+  if (!err && (h = mmap(NULL, XPT_REC_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+                  MAP_FAILED)
+    err = errno;
+  if (!err && chunks) {
+    pt_rec.owner = calloc(chunks, sizeof *pt_rec.owner);
+    pt_rec.chunk_gen = calloc(chunks, sizeof *pt_rec.chunk_gen);
+    if (!pt_rec.owner || !pt_rec.chunk_gen)
+      err = ENOMEM;
+  }
+  if (err) {
+    fprintf(stderr, "xpti: perfetto collector cannot make its recording in '%s': %s\n", dir,
+            strerror(err));
+    if (h != MAP_FAILED)
+      munmap(h, XPT_REC_HEADER_SIZE);
+    if (fd >= 0) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/%s", dir, pt_rec.name);
+      unlink(path);
+      close(fd);
+    }
+    pt_rec.failed = true;
+    return;
+  }
+  /* Held while this process lives: a finisher knows it is still running. */
+  flock(fd, LOCK_SH);
+  struct xpt_rec_header *hd = h;
+  hd->version = XPT_REC_VERSION;
+  hd->header_size = XPT_REC_HEADER_SIZE;
+  hd->chunk_size = pt_chunk_size;
+  hd->policy = pt_policy;
+  hd->clock = pt_use_tsc ? XPT_REC_CLOCK_TSC : XPT_REC_CLOCK_MONOTONIC;
+  hd->format = pt_format_kind;
+  hd->annotate_all = pt_annotate;
+  hd->pid = getpid();
+  hd->ppid = getppid();
+  hd->forked = pt_rec.pid != 0 && pt_rec.pid != getpid();
+  hd->max_chunks = chunks;
+  hd->start_ns = pt_now();
+  if (pt_use_tsc) {
+    /* A (ticks, ns) pair read as close together as a few tries allow. */
+    uint64_t best_gap = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+      uint64_t t0 = pt_ticks(), ns = pt_now(), t1 = pt_ticks();
+      if (t1 - t0 < best_gap) {
+        best_gap = t1 - t0;
+        hd->tsc_base = t0 + (t1 - t0) / 2;
+        hd->tsc_base_ns = ns;
+      }
+    }
+  }
+  snprintf(hd->program, sizeof hd->program, "%s", xpt_program_name());
+  atomic_store(&hd->dropped, atomic_exchange(&pt_lost_early, 0));
+  atomic_store(&hd->state, XPT_REC_RECORDING);
+  atomic_store_explicit(&hd->magic, XPT_REC_MAGIC, memory_order_release);
+  pt_rec.max_chunks = chunks;
+  pt_rec.fd = fd;
+  pt_rec.pid = getpid();
+  __atomic_store_n(&pt_rec.h, hd, __ATOMIC_RELEASE);
+  for (unsigned id = 0; id < 256; id++) /* a forked child names them again */
+    if (pt_stream_on[id] && xptiLookupStreamName((uint8_t)id))
+      pt_name_stream((uint8_t)id, xptiLookupStreamName((uint8_t)id));
+}
+
+static bool pt_rec_ready(void) {
+  if (__atomic_load_n(&pt_rec.h, __ATOMIC_ACQUIRE))
+    return true;
+  /* A forked child before its first stream call: make its own recording
+   * (never from a signal handler that interrupted a holder). */
+  if (pthread_mutex_trylock(&pt_open_lock) != 0)
+    return false;
+  pt_rec_open_locked();
+  pthread_mutex_unlock(&pt_open_lock);
+  return __atomic_load_n(&pt_rec.h, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static void pt_name_stream(uint8_t id, const char *name) {
+  if (!pt_rec.h || atomic_exchange(&pt_rec.h->stream_named[id], 1))
+    return;
+  char *dst = (char *)pt_rec.h + XPT_REC_STREAMS_OFF + (size_t)id * XPT_REC_NAME_LEN;
+  strncpy(dst, name, XPT_REC_NAME_LEN - 1);
+}
+
+/* ---- the end of the run -------------------------------------------------- */
+
+static _Atomic bool pt_finished;
+
+/* Normal exit, not under `xptrace`: finish the recording here.  Runs as
+ * late as a library destructor can, after the program's atexit handlers,
+ * so that their events are in. */
+static void pt_finish_here(void) {
+  if (pt_launcher_finishes || !pt_rec.h || pt_rec.pid != getpid() ||
+      atomic_exchange(&pt_finished, true))
+    return;
+  flock(pt_rec.fd, LOCK_UN); /* the finisher takes it exclusively */
+  struct xpt_finish_result res;
+  if (xpt_finish_recording(pt_rec.dir, pt_rec.name, "xpti:", &res) == 0 && res.dropped)
+    fprintf(stderr, "xpti: perfetto collector dropped %" PRIu64 " events%s\n", res.dropped,
+            res.disk_full ? " (the disk is full)" : "");
+}
+
+__attribute__((destructor)) static void pt_at_unload(void) { pt_finish_here(); }
+
+
+/* ---- fork: the child makes a recording of its own ------------------------- */
+
+static void pt_fork_prepare(void) {
+  pthread_mutex_lock(&pt_open_lock);
+  pthread_mutex_lock(&pt_dict_lock);
+  pthread_mutex_lock(&pt_ring_lock);
+  pthread_mutex_lock(&pt_free_lock);
+}
+
+static void pt_fork_parent(void) {
+  pthread_mutex_unlock(&pt_free_lock);
+  pthread_mutex_unlock(&pt_ring_lock);
+  pthread_mutex_unlock(&pt_dict_lock);
+  pthread_mutex_unlock(&pt_open_lock);
+}
+
+/* The parent's chunks and file are the parent's: unmap, never write. */
+static void pt_fork_child(void) {
+  pthread_mutex_init(&pt_free_lock, NULL);
+  pthread_mutex_init(&pt_ring_lock, NULL);
+  pthread_mutex_init(&pt_dict_lock, NULL);
+  pthread_mutex_init(&pt_open_lock, NULL);
+  pt_free = NULL;
+  for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
+    if (t->cur)
+      munmap(t->cur, pt_chunk_size);
+    t->cur = NULL;
+    t->data = NULL;
+    t->cap = t->off = 0;
+    t->nchunks = 0;
+    memset(t->seen, 0xff, sizeof t->seen);
+    if (t != pt_tls) { /* that thread does not exist here: reuse its state */
+      t->next_free = pt_free;
+      pt_free = t;
+    } else {
+      t->pid = getpid();
+      t->tid = (pid_t)syscall(SYS_gettid);
+      t->segment = 0;
+    }
+  }
+  if (pt_dict)
+    munmap(pt_dict, pt_chunk_size);
+  pt_dict = NULL;
+  pt_dict_off = 0;
+  if (pt_rec.h)
+    munmap(pt_rec.h, XPT_REC_HEADER_SIZE);
+  if (pt_rec.fd >= 0)
+    close(pt_rec.fd); /* the parent's shared lock stays with the parent */
+  free(pt_rec.owner);
+  free(pt_rec.chunk_gen);
+  pt_rec.owner = NULL;
+  pt_rec.chunk_gen = NULL;
+  pt_rec.h = NULL;
+  pt_rec.fd = -1;
+  pt_rec.failed = false;
+  atomic_store(&pt_finished, false);
+  atomic_store(&pt_lost_early, 0);
+  /* Stream names are known again from the framework at the child's
+   * first record; pt_rec.pid still names the parent (forked flag). */
+}
+
+/* ---- set-up and the subscriber entry points --------------------------- */
+
+static void pt_setup(void) {
   const char *mode = getenv("XPTRACE_CLOCK");
   bool want_tsc = true;
   if (mode && !strcmp(mode, "monotonic"))
@@ -377,386 +783,46 @@ static void pt_clock_setup(void) {
   else if (mode && *mode && strcmp(mode, "auto"))
     fprintf(stderr, "xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto\n", mode);
   pt_use_tsc = PT_HAVE_TSC && want_tsc && pt_tsc_invariant();
-  if (pt_use_tsc)
-    pt_clock_anchor = pt_clock_base = pt_clock_point_read();
-}
-
-/* Called by the writer before each pass. */
-static void pt_clock_calibrate(void) {
-  if (!pt_use_tsc)
-    return;
-  /* A slope from less than 1 ms would be coarse: wait that long once. */
-  while (pt_now() < pt_clock_base.ns + 1000000)
-    ;
-  struct pt_clock_point p = pt_clock_point_read();
-  if (p.tsc > pt_clock_base.tsc && p.ns > pt_clock_base.ns) {
-    pt_ns_per_tick = (double)(p.ns - pt_clock_base.ns) / (double)(p.tsc - pt_clock_base.tsc);
-    pt_clock_anchor = p;
-  }
-}
-
-static uint64_t pt_clock_ns(uint64_t raw) {
-  if (!pt_use_tsc)
-    return raw;
-  double d = (double)(int64_t)(raw - pt_clock_anchor.tsc) * pt_ns_per_tick;
-  int64_t ns = (int64_t)pt_clock_anchor.ns + (int64_t)d;
-  return ns > 0 ? (uint64_t)ns : 0;
-}
-
-/* ---- the writer -------------------------------------------------------- */
-
-static pthread_mutex_t pt_writer_lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct pt_encoder *pt_enc;
-static int pt_fd = -1;
-static bool pt_file_failed;
-static char pt_path[4096];
-static off_t pt_off;
-static struct pt_buf pt_out;
-static struct pt_graph_rec *pt_graph;
-static size_t pt_graph_n, pt_graph_cap, pt_graph_done;
-static uint64_t pt_dropped_written, pt_dropped_reported;
-static _Atomic int pt_writer_running;
-static _Atomic int pt_writer_stop;
-static sem_t pt_wake;
-static __thread bool pt_in_pass;
-
-static void pt_write_at(off_t off, const void *p, size_t n) {
-  const char *s = p;
-  while (n && !pt_file_failed) {
-    ssize_t w = pwrite(pt_fd, s, n, off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      fprintf(stderr, "xpti: perfetto collector cannot write '%s': %s\n", pt_path,
-              w < 0 ? strerror(errno) : "short write");
-      pt_file_failed = true;
-      return;
-    }
-    s += w;
-    off += w;
-    n -= (size_t)w;
-  }
-}
-
-static void pt_out_flush(void) {
-  if (pt_fd >= 0 && !pt_file_failed && pt_out.len) {
-    pt_write_at(pt_off, pt_out.data, pt_out.len);
-    pt_off += (off_t)pt_out.len;
-  }
-  pt_out.len = 0;
-  pt_out.failed = false;
-}
-
-static void pt_open_file(void) {
-  if (pt_fd >= 0 || pt_file_failed)
-    return;
-  const char *dir = xpt_output_dir();
-  if (!dir) {
-    pt_file_failed = true;
-    return;
-  }
-  snprintf(pt_path, sizeof pt_path, "%s/%s", dir,
-           pt_format == PT_FORMAT_JSON ? "trace.json" : "trace.perfetto-trace");
-  pt_fd = open(pt_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (pt_fd < 0) {
-    fprintf(stderr, "xpti: perfetto collector cannot open '%s': %s\n", pt_path, strerror(errno));
-    pt_file_failed = true;
-    return;
-  }
-  pt_off = 0;
-  pt_enc->begin_file(&pt_out);
-}
-
-static void pt_graph_add(const struct pt_rec *r, uint64_t ts) {
-  if (pt_graph_n == pt_graph_cap) {
-    size_t cap = pt_graph_cap ? pt_graph_cap * 2 : 64;
-    struct pt_graph_rec *g = realloc(pt_graph, cap * sizeof *g);
-    if (!g)
-      return;
-    pt_graph = g;
-    pt_graph_cap = cap;
-  }
-  pt_graph[pt_graph_n++] = (struct pt_graph_rec){ts, r->event, r->instance, r->type, r->stream};
-}
-
-static void pt_encode_range(struct pt_thread *t, struct pt_chunk *c, uint32_t to) {
-  uint32_t off = c->consumed;
-  while (off < to) {
-    const struct pt_rec *r = (const struct pt_rec *)(c->data + off);
-    off += pt_rec_size(r->name_len);
-    uint64_t ts = pt_clock_ns(r->ts);
-    if (ts < t->last_ns)
-      ts = t->last_ns; /* a later calibration may land a few ns earlier */
-    t->last_ns = ts;
-    if (r->pad == PT_INLINE_TIMED) {
-      pt_dev_add(r);
-    } else if (pt_kind_of(r->type) == PT_KIND_GRAPH) {
-      pt_graph_add(r, ts);
-      if (r->pad == PT_INLINE_EDGE && r->event) {
-        struct pt_edge_inline e;
-        memcpy(&e, r + 1, sizeof e);
-        pt_dev_edge(r->event->source_id, e.source_instance, r->event->target_id,
-                    e.target_instance);
-      }
-    } else {
-      pt_enc->thread_record(&pt_out, t, r, ts);
-    }
-    if (pt_out.len >= (1u << 20))
-      pt_out_flush();
-  }
-  c->consumed = to;
-}
-
-/* Encode what every thread has committed; chunks that are sealed and
- * fully encoded go back to the budget. */
-static void pt_drain_thread(struct pt_thread *t) {
-  int expected = 0;
-  while (!atomic_compare_exchange_weak(&t->owner, &expected, 2)) {
-    expected = 0;
-    sched_yield();
-  }
-  bool exited = atomic_load_explicit(&t->exited, memory_order_acquire);
-  struct pt_chunk *c = atomic_load_explicit(&t->head,
-                                            memory_order_acquire);
-  while (c) {
-    struct pt_chunk *next = atomic_load_explicit(&c->next, memory_order_acquire);
-    uint32_t committed = atomic_load_explicit(&c->committed, memory_order_acquire);
-    pt_encode_range(t, c, committed);
-    if (!next && !exited)
-      break;
-    atomic_store_explicit(&t->head, next, memory_order_relaxed);
-    pt_pool_give(c);
-    c = next;
-  }
-  if (exited)
-    t->dead = true; /* its last chunk is freed: nothing more will come */
-  atomic_store_explicit(&t->owner, 0, memory_order_release);
-}
-
-static uint64_t pt_total_dropped(void) {
-  uint64_t n = atomic_load_explicit(&pt_dropped_global, memory_order_relaxed) + pt_dev_dropped();
-  for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
-       t = t->next_all)
-    n += atomic_load_explicit(&t->dropped, memory_order_relaxed);
-  return n;
-}
-
-static void pt_pass_locked(bool final) {
-  pt_in_pass = true;
-  pt_clock_calibrate();
-  pt_open_file();
-  for (struct pt_thread *t = atomic_load_explicit(&pt_threads, memory_order_acquire); t;
-       t = t->next_all)
-    if (!t->dead)
-      pt_drain_thread(t);
-  pt_dev_pass(&pt_out, pt_enc, final, pt_now());
-  if (final) {
-    if (pt_graph_n > pt_graph_done) {
-      pt_enc->graph(&pt_out, pt_graph + pt_graph_done, pt_graph_n - pt_graph_done);
-      pt_graph_done = pt_graph_n;
-    }
-    uint64_t dropped = pt_total_dropped();
-    if (dropped != pt_dropped_written) {
-      pt_enc->dropped(&pt_out, dropped, pt_now());
-      pt_dropped_written = dropped;
-    }
-  }
-  pt_out_flush();
-  /* The JSON closing bytes go after the data and are overwritten next time. */
-  if (pt_enc->trailer && pt_fd >= 0 && !pt_file_failed)
-    pt_write_at(pt_off, pt_enc->trailer, strlen(pt_enc->trailer));
-  pt_in_pass = false;
-}
-
-/* From a signal handler the lock may be held by an interrupted writer:
- * try for a while, never forever. */
-static bool pt_lock_writer(bool from_signal) {
-  if (!from_signal) {
-    pthread_mutex_lock(&pt_writer_lock);
-    return true;
-  }
-  if (pt_in_pass)
-    return false;
-  for (int i = 0; i < 2000; i++) {
-    if (pthread_mutex_trylock(&pt_writer_lock) == 0)
-      return true;
-    struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
-  return false;
-}
-
-static void *pt_writer_main(void *arg) {
-  (void)arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
-  while (!atomic_load(&pt_writer_stop)) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 100 * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000;
-    }
-    sem_timedwait(&pt_wake, &until);
-    if (atomic_load(&pt_writer_stop))
-      break;
-    pthread_mutex_lock(&pt_writer_lock);
-    if (!atomic_load(&pt_writer_stop))
-      pt_pass_locked(false);
-    pthread_mutex_unlock(&pt_writer_lock);
-  }
-  return NULL;
-}
-
-static void pt_writer_start(void) {
-  int expected = 0;
-  if (pt_policy != PT_POLICY_FLUSH || atomic_load(&pt_writer_stop) ||
-      !atomic_compare_exchange_strong(&pt_writer_running, &expected, 1))
-    return;
-  pthread_t th;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&th, &attr, pt_writer_main, NULL) != 0)
-    atomic_store(&pt_writer_running, 0); /* flushes still write at exit */
-  pthread_attr_destroy(&attr);
-}
-
-static void pt_writer_wake(void) {
-  if (atomic_load_explicit(&pt_writer_running, memory_order_relaxed))
-    sem_post(&pt_wake);
-  else
-    pt_writer_start(); /* e.g. in a forked child */
-}
-
-static void pt_flush(void *ctx, enum xpt_flush_reason reason) {
-  (void)ctx;
-  if (reason == XPT_FLUSH_FORK_CHILD)
-    return; /* reset by pt_fork_child */
-  bool last = reason == XPT_FLUSH_EXIT || reason == XPT_FLUSH_SIGNAL;
-  if (last)
-    atomic_store(&pt_writer_stop, 1);
-  if (!pt_lock_writer(reason == XPT_FLUSH_SIGNAL))
-    return;
-  pt_pass_locked(true);
-  uint64_t dropped = pt_dropped_written;
-  bool report = last && dropped != pt_dropped_reported;
-  pt_dropped_reported = last ? dropped : pt_dropped_reported;
-  pthread_mutex_unlock(&pt_writer_lock);
-  if (report)
-    fprintf(stderr, "xpti: perfetto collector dropped %" PRIu64 " events\n", dropped);
-}
-
-/* ---- fork: the child starts an empty trace of its own ----------------- */
-
-static void pt_fork_prepare(void) {
-  pthread_mutex_lock(&pt_writer_lock);
-  pthread_mutex_lock(&pt_pool_lock);
-}
-static void pt_fork_parent(void) {
-  pthread_mutex_unlock(&pt_pool_lock);
-  pthread_mutex_unlock(&pt_writer_lock);
-}
-
-static void pt_free_chunks(struct pt_thread *t) {
-  struct pt_chunk *c = atomic_load_explicit(&t->head, memory_order_relaxed);
-  while (c) {
-    struct pt_chunk *next = atomic_load_explicit(&c->next, memory_order_relaxed);
-    free(c);
-    c = next;
-  }
-  atomic_store_explicit(&t->head, NULL, memory_order_relaxed);
-  t->cur = NULL;
-}
-
-static void pt_fork_child(void) {
-  pthread_mutex_init(&pt_writer_lock, NULL);
-  pthread_mutex_init(&pt_pool_lock, NULL);
-  while (pt_pool) {
-    struct pt_chunk *next = atomic_load_explicit(&pt_pool->next, memory_order_relaxed);
-    free(pt_pool);
-    pt_pool = next;
-  }
-  pt_pool_n = 0;
-  sem_init(&pt_wake, 0, 0);
-  atomic_store(&pt_writer_running, 0);
-  atomic_store(&pt_writer_stop, 0);
-  pt_proc.pid = getpid();
-  pt_proc.start_ns = pt_now();
-  pt_proc.forked = true;
-  if (pt_fd >= 0)
-    close(pt_fd);
-  pt_fd = -1;
-  pt_file_failed = false;
-  pt_off = 0;
-  pt_out.len = 0;
-  pt_graph_n = pt_graph_done = 0;
-  pt_dev_reset();
-  pt_dropped_written = pt_dropped_reported = 0;
-  atomic_store(&pt_in_use, 0);
-  atomic_store(&pt_dropped_global, 0);
-  for (struct pt_thread *t = atomic_load(&pt_threads); t; t = t->next_all) {
-    pt_free_chunks(t);
-    atomic_store(&t->dropped, 0);
-    atomic_store(&t->owner, 0);
-    if (t == pt_tls) {
-      t->pid = pt_proc.pid;
-      t->tid = (pid_t)syscall(SYS_gettid);
-      pt_seq_reset(&t->seq);
-      pt_tls_chunk = NULL;
-    } else {
-      t->dead = true; /* that thread does not exist here */
-    }
-  }
-}
-
-/* ---- set-up and the subscriber entry points --------------------------- */
-
-static void pt_setup(void) {
-  pt_clock_setup();
-  pt_proc.pid = getpid();
-  pt_proc.start_ns = pt_now();
   const char *fmt = getenv("XPTRACE_TRACE_FORMAT");
-  pt_format = PT_FORMAT_PROTO;
+  pt_format_kind = XPT_REC_FORMAT_PROTO;
   if (fmt && !strcmp(fmt, "json"))
-    pt_format = PT_FORMAT_JSON;
+    pt_format_kind = XPT_REC_FORMAT_JSON;
   else if (fmt && *fmt && strcmp(fmt, "perfetto"))
     fprintf(stderr, "xpti: XPTRACE_TRACE_FORMAT='%s' is not perfetto or json; using perfetto\n",
             fmt);
-  pt_enc = pt_format == PT_FORMAT_JSON ? &pt_json_encoder : &pt_proto_encoder;
   const char *policy = getenv("XPTRACE_BUFFER_POLICY");
-  pt_policy = PT_POLICY_FLUSH;
+  pt_policy = XPT_REC_FLUSH;
   if (policy && !strcmp(policy, "ring"))
-    pt_policy = PT_POLICY_RING;
+    pt_policy = XPT_REC_RING;
   else if (policy && *policy && strcmp(policy, "flush"))
     fprintf(stderr, "xpti: XPTRACE_BUFFER_POLICY='%s' is not flush or ring; using flush\n",
             policy);
   const char *annotate = getenv("XPTRACE_ANNOTATE");
-  pt_annotate_all = annotate && !strcmp(annotate, "all");
-  if (annotate && *annotate && !pt_annotate_all && strcmp(annotate, "minimal"))
+  pt_annotate = annotate && !strcmp(annotate, "all");
+  if (annotate && *annotate && !pt_annotate && strcmp(annotate, "minimal"))
     fprintf(stderr, "xpti: XPTRACE_ANNOTATE='%s' is not minimal or all; using minimal\n",
             annotate);
+  const char *finisher = getenv("XPTRACE_FINISHER");
+  pt_launcher_finishes = finisher && !strcmp(finisher, "launcher");
   pt_budget = xpt_env_size("XPTRACE_BUFFER_SIZE", 64u << 20);
-  /* Small budgets get small chunks so that several threads share them. */
+  if (pt_budget < 4 * XPT_REC_CHUNK_MIN) {
+    fprintf(stderr, "xpti: XPTRACE_BUFFER_SIZE is below the minimum of 64K; using 64M\n");
+    pt_budget = 64u << 20;
+  }
+  /* Ring: 64 chunks or more share the budget, so that threads share it
+   * fairly; flush: the file grows, a chunk is what a thread maps. */
   uint64_t cap = pt_budget / 64;
-  /* At most 64 KiB: under malloc's mmap threshold, freed chunks come back warm. */
-  cap = cap < 1024 ? 1024 : cap > (64u << 10) ? (64u << 10) : cap;
-  pt_chunk_cap = (uint32_t)(cap & ~(uint64_t)7);
+  cap = cap < XPT_REC_CHUNK_MIN ? XPT_REC_CHUNK_MIN : cap > (256u << 10) ? (256u << 10) : cap;
+  pt_chunk_size = (uint32_t)(cap & ~(uint64_t)4095);
   pt_slow_type[XPTI_TRACE_EDGE_CREATE] = 1;
+  for (unsigned i = 0x80; i < 0x100; i++)
+    pt_slow_type[i] = 1;
   pt_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
-  if (pt_timed_type)
-    pt_slow_type[pt_timed_type & 0xff] = 1;
-  sem_init(&pt_wake, 0, 0);
   pthread_key_create(&pt_key, pt_thread_exit);
   pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);
-  xpt_register_flush(pt_flush, NULL);
 }
 
 static pthread_mutex_t pt_streams_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t pt_stream_on[256];
-static unsigned pt_live_streams;
 
 XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,
                                      const char *stream) {
@@ -769,35 +835,16 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   uint8_t id = xptiRegisterStream(stream);
   if (id == XPTI_INVALID_STREAM_ID)
     return;
+  pthread_mutex_lock(&pt_open_lock);
+  pt_rec_open_locked();
+  pthread_mutex_unlock(&pt_open_lock);
   pthread_mutex_lock(&pt_streams_lock);
-  bool fresh = !pt_stream_on[id];
-  if (fresh) {
-    pt_stream_on[id] = 1;
-    pt_live_streams++;
-  }
+  bool fresh = !atomic_exchange(&pt_stream_on[id], 1);
+  pt_name_stream(id, stream);
   pthread_mutex_unlock(&pt_streams_lock);
-  if (!fresh)
-    return;
-  xptiRegisterStreamCallback(id, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
-  pt_writer_start();
+  if (fresh)
+    xptiRegisterStreamCallback(id, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
 }
 
-XPTI_CALLBACK_API void xptiTraceFinish(const char *stream) {
-  if (!stream)
-    return;
-  pthread_once(&pt_once, pt_setup);
-  const char *name;
-  unsigned live = 1;
-  bool found = false;
-  pthread_mutex_lock(&pt_streams_lock);
-  for (unsigned id = 0; id < 255; id++)
-    if (pt_stream_on[id] && (name = xptiLookupStreamName((uint8_t)id)) && !strcmp(name, stream)) {
-      pt_stream_on[id] = 0;
-      live = --pt_live_streams;
-      found = true;
-      break;
-    }
-  pthread_mutex_unlock(&pt_streams_lock);
-  if (found && live == 0)
-    pt_flush(NULL, XPT_FLUSH_FINALIZE);
-}
+/* The recording holds everything already: nothing to do until the end. */
+XPTI_CALLBACK_API void xptiTraceFinish(const char *stream) { (void)stream; }

@@ -367,6 +367,9 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     snprintf(path, sizeof path, "%s/stats.csv", dir);
     if (access(path, R_OK) == 0)
       fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", dir, dir);
+    else
+      fprintf(stderr, "xptrace: no statistics (written at the program's exit%s)\n",
+              chosen[0] ? "; the trace has the events" : "");
   }
 }
 

@@ -1,0 +1,52 @@
+/* xptrace finish DIR...: turn the recordings left in output folders
+ * (a program that was killed, called _exit, or crashed; one not run
+ * under `xptrace`) into traces.  `xptrace run` does the same for its own
+ * folder once the program has ended. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "xpt_finish.h"
+#include "xptrace_cmds.h"
+
+static void finish_print(const struct xpt_finish_result *res, void *ctx) {
+  int *n = ctx;
+  ++*n;
+  fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
+  if (res->dropped)
+    fprintf(stderr, "xptrace: %s [%d] dropped %llu events%s\n", res->program, res->pid,
+            (unsigned long long)res->dropped, res->disk_full ? " (the disk was full)" : "");
+}
+
+int xptrace_finish_dir(const char *dir, int *traces) {
+  *traces = 0;
+  return xpt_finish_tree(dir, "xptrace:", finish_print, traces) < 0 ? 1 : 0;
+}
+
+static const char usage_finish[] =
+    "usage: xptrace finish DIR...\n"
+    "Writes the trace of every recording (events*.xprec) under each DIR and\n"
+    "removes the recording. Recordings of processes still running are left.\n"
+    "Exit status: 0 done, 1 a recording could not be finished, 2 bad usage.\n";
+
+int cmd_finish(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    fputs(usage_finish, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  int rc = 0;
+  for (int i = 1; i < argc; i++) {
+    struct stat st;
+    if (stat(argv[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "xptrace: finish: '%s' is not a folder\n", argv[i]);
+      rc = 2;
+      continue;
+    }
+    int traces = 0;
+    if (xptrace_finish_dir(argv[i], &traces) != 0 && rc == 0)
+      rc = 1;
+    if (traces == 0)
+      fprintf(stderr, "xptrace: nothing to finish in %s\n", argv[i]);
+  }
+  return rc;
+}

@@ -1,0 +1,593 @@
+/* The finisher: reads a recording (xpt_rec.h) through a read-only
+ * mapping, rebuilds each thread's records in order and feeds them to the
+ * encoders.  The trace is written to a temporary name and then linked
+ * into place, so a trace file is either complete or absent: a failed
+ * write (full disk) keeps the recording for a later try. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "pt_common.h"
+#include "xpt_finish.h"
+
+enum pt_format pt_format;
+struct pt_process pt_proc;
+
+/* ---- clock ---------------------------------------------------------------- */
+
+static double fin_ns_per_tick;
+static uint64_t fin_tsc_base, fin_tsc_base_ns;
+static bool fin_tsc;
+
+static uint64_t fin_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The slope runs from the recorder's set-up point to now: the finisher
+ * runs on the same machine, whose TSC is invariant (checked at set-up). */
+static void fin_clock_setup(const struct xpt_rec_header *h) {
+  fin_tsc = h->clock == XPT_REC_CLOCK_TSC;
+  fin_tsc_base = h->tsc_base;
+  fin_tsc_base_ns = h->tsc_base_ns;
+  fin_ns_per_tick = 1.0;
+#if defined(__x86_64__)
+  if (fin_tsc) {
+    uint64_t t0 = __rdtsc(), ns = fin_mono_ns(), t1 = __rdtsc();
+    uint64_t now = t0 + (t1 - t0) / 2;
+    if (now > fin_tsc_base && ns > fin_tsc_base_ns)
+      fin_ns_per_tick = (double)(ns - fin_tsc_base_ns) / (double)(now - fin_tsc_base);
+  }
+#else
+  fin_tsc = false;
+#endif
+}
+
+static uint64_t fin_clock_ns(uint64_t raw) {
+  if (!fin_tsc)
+    return raw;
+  double d = (double)(int64_t)(raw - fin_tsc_base) * fin_ns_per_tick;
+  int64_t ns = (int64_t)fin_tsc_base_ns + (int64_t)d;
+  return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* ---- descriptions: uid -> pt_desc ----------------------------------------- */
+
+static struct pt_desc **fin_descs;
+static size_t fin_descs_cap, fin_descs_n;
+
+static size_t fin_desc_slot(uint64_t uid) {
+  size_t j = (size_t)(uid * 0x9e3779b97f4a7c15ull) & (fin_descs_cap - 1);
+  while (fin_descs[j] && fin_descs[j]->ev.unique_id != uid)
+    j = (j + 1) & (fin_descs_cap - 1);
+  return j;
+}
+
+static const xpti_trace_event_data_t *fin_desc_find(uint64_t uid) {
+  if (!uid || !fin_descs_cap)
+    return NULL;
+  struct pt_desc *d = fin_descs[fin_desc_slot(uid)];
+  return d ? &d->ev : NULL;
+}
+
+static void fin_desc_free_all(void) {
+  for (size_t i = 0; i < fin_descs_cap; i++)
+    free(fin_descs[i]);
+  free(fin_descs);
+  fin_descs = NULL;
+  fin_descs_cap = fin_descs_n = 0;
+}
+
+/* One allocation holds the description, its strings and its metadata. */
+static void fin_desc_add(uint64_t uid, const uint8_t *p, uint32_t len) {
+  struct xpt_rec_desc d;
+  if (!uid || len < sizeof d)
+    return;
+  memcpy(&d, p, sizeof d);
+  size_t strings = (size_t)d.name_len + d.file_len;
+  if (sizeof d + strings + d.meta_len > len)
+    return; /* damaged */
+  if ((fin_descs_n + 1) * 2 > fin_descs_cap) {
+    size_t cap = fin_descs_cap ? fin_descs_cap * 2 : 256;
+    struct pt_desc **t = calloc(cap, sizeof *t);
+    if (!t)
+      return;
+    struct pt_desc **old = fin_descs;
+    size_t old_cap = fin_descs_cap;
+    fin_descs = t;
+    fin_descs_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i])
+        fin_descs[fin_desc_slot(old[i]->ev.unique_id)] = old[i];
+    free(old);
+  }
+  size_t j = fin_desc_slot(uid);
+  if (fin_descs[j] && fin_descs[j]->meta_count >= d.meta_count)
+    return; /* known, and its metadata has not grown */
+  struct pt_desc *x = calloc(1, sizeof *x + strings + 2 + d.meta_len);
+  if (!x)
+    return;
+  char *name = (char *)(x + 1), *file = name + d.name_len + 1;
+  uint8_t *meta = (uint8_t *)file + d.file_len + 1;
+  memcpy(name, p + sizeof d, d.name_len);
+  memcpy(file, p + sizeof d + d.name_len, d.file_len);
+  memcpy(meta, p + sizeof d + strings, d.meta_len);
+  x->payload.name = d.name_len ? name : NULL;
+  x->payload.source_file = d.file_len ? file : NULL;
+  x->payload.line_no = d.line;
+  x->payload.column_no = d.column;
+  x->payload.flags = d.payload_flags;
+  x->payload.internal = uid;
+  x->ev.unique_id = uid;
+  x->ev.source_id = d.source_id;
+  x->ev.target_id = d.target_id;
+  x->ev.event_type = d.event_type;
+  x->ev.activity_type = d.activity_type;
+  x->ev.flags = d.event_flags;
+  x->ev.reserved.payload = &x->payload;
+  x->meta = meta;
+  x->meta_len = d.meta_len;
+  x->meta_count = d.meta_count;
+  if (fin_descs[j])
+    free(fin_descs[j]);
+  else
+    fin_descs_n++;
+  fin_descs[j] = x;
+}
+
+/* ---- segments: runs of one thread's records --------------------------------- */
+
+struct fin_seg {
+  uint64_t key; /* pid << 32 | tid */
+  uint64_t number;
+  uint64_t ts0;
+  const uint8_t *data;
+  uint32_t from, to;
+  char name[24];
+};
+
+static int fin_seg_cmp(const void *x, const void *y) {
+  const struct fin_seg *a = x, *b = y;
+  if (a->key != b->key)
+    return a->key < b->key ? -1 : 1;
+  return a->number < b->number ? -1 : a->number > b->number;
+}
+
+struct fin_thread_order {
+  size_t first; /* index of its first segment */
+  uint64_t ts0;
+};
+
+static int fin_thread_cmp(const void *x, const void *y) {
+  const struct fin_thread_order *a = x, *b = y;
+  if (a->ts0 != b->ts0)
+    return a->ts0 < b->ts0 ? -1 : 1;
+  return a->first < b->first ? -1 : a->first > b->first;
+}
+
+struct fin {
+  const uint8_t *map;
+  size_t map_len;
+  const struct xpt_rec_header *h;
+  struct fin_seg *segs;
+  size_t segs_n, segs_cap;
+  struct pt_graph_rec *graph;
+  size_t graph_n, graph_cap;
+  uint64_t records, damaged;
+  struct pt_buf out;
+  int fd;
+  bool failed;
+  int err;
+};
+
+static void fin_seg_add(struct fin *f, const struct fin_seg *s) {
+  if (f->segs_n == f->segs_cap) {
+    size_t cap = f->segs_cap ? f->segs_cap * 2 : 64;
+    struct fin_seg *n = realloc(f->segs, cap * sizeof *n);
+    if (!n) {
+      f->damaged++;
+      return;
+    }
+    f->segs = n;
+    f->segs_cap = cap;
+  }
+  f->segs[f->segs_n++] = *s;
+}
+
+/* Walk one chunk: descriptions go to the table, thread records open
+ * segments.  Records are checked against the chunk's bounds. */
+static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_t cap) {
+  const uint8_t *data = (const uint8_t *)(c + 1);
+  uint32_t committed = atomic_load_explicit(&((struct xpt_rec_chunk *)c)->committed,
+                                            memory_order_acquire);
+  if (committed > cap)
+    committed = cap;
+  struct fin_seg seg = {0};
+  bool open = false;
+  uint32_t off = 0;
+  while (off + sizeof(struct xpt_rec_raw) <= committed) {
+    struct xpt_rec_raw r;
+    memcpy(&r, data + off, sizeof r);
+    uint32_t size = xpt_rec_size(r.len);
+    if (r.len > cap || size > committed - off) {
+      f->damaged++;
+      break;
+    }
+    if (r.kind == XPT_REC_DESC) {
+      fin_desc_add(r.uid, data + off + sizeof r, r.len);
+    } else if (r.kind == XPT_REC_THREAD && c->kind == XPT_REC_CHUNK_EVENTS) {
+      if (open) {
+        seg.to = off;
+        fin_seg_add(f, &seg);
+      }
+      memset(&seg, 0, sizeof seg);
+      seg.key = r.uid;
+      seg.number = r.instance;
+      seg.ts0 = r.ts;
+      seg.data = data;
+      seg.from = off + size;
+      size_t n = r.len < sizeof seg.name - 1 ? r.len : sizeof seg.name - 1;
+      memcpy(seg.name, data + off + sizeof r, n);
+      open = true;
+    } else if (c->kind == XPT_REC_CHUNK_EVENTS && !open) {
+      f->damaged++; /* a record outside any segment */
+    }
+    off += size;
+  }
+  if (open) {
+    seg.to = off;
+    fin_seg_add(f, &seg);
+  }
+}
+
+static void fin_graph_add(struct fin *f, const struct pt_rec *r) {
+  if (f->graph_n == f->graph_cap) {
+    size_t cap = f->graph_cap ? f->graph_cap * 2 : 64;
+    struct pt_graph_rec *g = realloc(f->graph, cap * sizeof *g);
+    if (!g) {
+      f->damaged++;
+      return;
+    }
+    f->graph = g;
+    f->graph_cap = cap;
+  }
+  f->graph[f->graph_n++] =
+      (struct pt_graph_rec){r->ts, r->event, r->instance, r->type, r->stream};
+}
+
+static const struct pt_encoder *fin_enc;
+
+static void fin_out_flush(struct fin *f) {
+  const uint8_t *p = f->out.data;
+  size_t n = f->out.len;
+  while (n && !f->failed) {
+    ssize_t w = write(f->fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      f->failed = true;
+      f->err = w < 0 ? errno : ENOSPC;
+      break;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  if (f->out.failed && !f->failed) {
+    f->failed = true;
+    f->err = ENOMEM;
+  }
+  f->out.len = 0;
+}
+
+/* Encode one segment's records; ts never goes back on a thread. */
+static void fin_encode_segment(struct fin *f, struct pt_thread *t, const struct fin_seg *s) {
+  _Alignas(16) uint8_t buf[sizeof(struct pt_rec) + 1024];
+  uint32_t off = s->from;
+  while (off < s->to) {
+    struct xpt_rec_raw raw;
+    memcpy(&raw, s->data + off, sizeof raw);
+    uint32_t size = xpt_rec_size(raw.len);
+    off += size;
+    if (raw.kind == XPT_REC_DESC || raw.kind == XPT_REC_THREAD)
+      continue;
+    if (raw.len > sizeof buf - sizeof(struct pt_rec) || raw.kind > XPT_REC_EDGE) {
+      f->damaged++;
+      continue;
+    }
+    f->records++;
+    struct pt_rec *r = (struct pt_rec *)buf;
+    memcpy(buf, s->data + off - size, sizeof raw + raw.len);
+    r->event = fin_desc_find(raw.uid);
+    uint64_t ts = fin_clock_ns(raw.ts);
+    if (ts < t->last_ns)
+      ts = t->last_ns;
+    t->last_ns = ts;
+    r->ts = ts;
+    if (r->pad == PT_INLINE_TIMED) {
+      pt_dev_add(r);
+    } else if (pt_kind_of(r->type) == PT_KIND_GRAPH) {
+      fin_graph_add(f, r);
+      if (r->pad == PT_INLINE_EDGE && r->event) {
+        struct pt_edge_inline e;
+        memcpy(&e, r + 1, sizeof e);
+        pt_dev_edge(r->event->source_id, e.source_instance, r->event->target_id,
+                    e.target_instance);
+      }
+    } else {
+      fin_enc->thread_record(&f->out, t, r, ts);
+    }
+    if (f->out.len >= (1u << 20))
+      fin_out_flush(f);
+  }
+}
+
+static void fin_encode(struct fin *f) {
+  qsort(f->segs, f->segs_n, sizeof *f->segs, fin_seg_cmp);
+  size_t threads = 0;
+  for (size_t i = 0; i < f->segs_n; i++)
+    threads += i == 0 || f->segs[i].key != f->segs[i - 1].key;
+  struct fin_thread_order *order = calloc(threads ? threads : 1, sizeof *order);
+  if (!order) {
+    f->failed = true;
+    f->err = ENOMEM;
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < f->segs_n; i++)
+    if (i == 0 || f->segs[i].key != f->segs[i - 1].key)
+      order[k++] = (struct fin_thread_order){i, f->segs[i].ts0};
+  /* Threads numbered in the order they first recorded. */
+  qsort(order, threads, sizeof *order, fin_thread_cmp);
+  fin_enc->begin_file(&f->out);
+  for (size_t n = 0; n < threads && !f->failed; n++) {
+    size_t i = order[n].first;
+    struct pt_thread t;
+    memset(&t, 0, sizeof t);
+    t.pid = (pid_t)(f->segs[i].key >> 32);
+    t.tid = (pid_t)(uint32_t)f->segs[i].key;
+    t.index = (uint32_t)n + 1;
+    memcpy(t.name, f->segs[i].name, sizeof t.name);
+    for (; i < f->segs_n && f->segs[i].key == f->segs[order[n].first].key; i++)
+      fin_encode_segment(f, &t, &f->segs[i]);
+    free(t.seq.interned);
+    free(t.seq.seen);
+  }
+  free(order);
+  pt_dev_pass(&f->out, fin_enc, true, fin_mono_ns());
+  if (f->graph_n)
+    fin_enc->graph(&f->out, f->graph, f->graph_n);
+  uint64_t dropped = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) + pt_dev_dropped() +
+                     f->damaged;
+  if (dropped)
+    fin_enc->dropped(&f->out, dropped, fin_mono_ns());
+  if (fin_enc->trailer)
+    pt_buf_str(&f->out, fin_enc->trailer);
+  fin_out_flush(f);
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* "events.xprec" -> "trace.perfetto-trace", "events.2.xprec" -> "trace.2.perfetto-trace" */
+static void fin_trace_name(const char *rec, bool json, char *buf, size_t len) {
+  const char *ext = json ? "json" : "perfetto-trace";
+  const char *mid = rec + strlen("events");
+  size_t mid_len = strlen(mid) - strlen(".xprec");
+  snprintf(buf, len, "trace%.*s.%s", (int)mid_len, mid, ext);
+}
+
+/* Put the finished temporary file in place under `want`, or a new name
+ * when that is taken (never replacing a file). */
+static int fin_publish(int dirfd, const char *tmp, const char *want, char *got, size_t len) {
+  const char *dot = strchr(want, '.');
+  size_t stem = dot ? (size_t)(dot - want) : strlen(want);
+  for (int n = 0; n < 1000; n++) {
+    if (n == 0)
+      snprintf(got, len, "%s", want);
+    else
+      snprintf(got, len, "%.*s-%d%s", (int)stem, want, n, dot ? dot : "");
+    if (renameat2(dirfd, tmp, dirfd, got, RENAME_NOREPLACE) == 0)
+      return 0;
+    if (errno == EEXIST)
+      continue;
+    if (errno != EINVAL && errno != ENOSYS)
+      return errno;
+    if (linkat(dirfd, tmp, dirfd, got, 0) == 0) { /* no RENAME_NOREPLACE here */
+      unlinkat(dirfd, tmp, 0);
+      return 0;
+    }
+    if (errno != EEXIST)
+      return errno;
+  }
+  return EEXIST;
+}
+
+static bool fin_header_ok(const struct xpt_rec_header *h, size_t size) {
+  return size >= XPT_REC_HEADER_SIZE && h->magic == XPT_REC_MAGIC &&
+         h->version == XPT_REC_VERSION && h->header_size == XPT_REC_HEADER_SIZE &&
+         h->chunk_size >= XPT_REC_CHUNK_MIN && h->chunk_size % 4096 == 0;
+}
+
+static void fin_reset(void) {
+  pt_dev_reset();
+  pt_str_reset();
+  pt_encoders_reset();
+  fin_desc_free_all();
+}
+
+int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
+                         struct xpt_finish_result *res) {
+  memset(res, 0, sizeof *res);
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    fprintf(stderr, "%s cannot open '%s': %s\n", prefix, dir, strerror(errno));
+    return -1;
+  }
+  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    int e = errno;
+    close(dirfd);
+    if (e == ENOENT)
+      return 1;
+    fprintf(stderr, "%s cannot open '%s/%s': %s\n", prefix, dir, name, strerror(e));
+    return -1;
+  }
+  /* One finisher per recording: the lock goes with its holder's death. */
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    close(dirfd);
+    return 1;
+  }
+  struct stat st;
+  int rc = -1;
+  struct fin f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  char tmp[320] = "", trace[256];
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < XPT_REC_HEADER_SIZE) {
+    fprintf(stderr, "%s '%s/%s' is not a recording (too short)\n", prefix, dir, name);
+    goto out;
+  }
+  f.map_len = (size_t)st.st_size;
+  f.map = mmap(NULL, f.map_len, PROT_READ, MAP_SHARED, fd, 0);
+  if (f.map == MAP_FAILED) {
+    f.map = NULL;
+    fprintf(stderr, "%s cannot map '%s/%s': %s\n", prefix, dir, name, strerror(errno));
+    goto out;
+  }
+  f.h = (const struct xpt_rec_header *)f.map;
+  if (!fin_header_ok(f.h, f.map_len)) {
+    fprintf(stderr, "%s '%s/%s' is not a recording of this version\n", prefix, dir, name);
+    goto out;
+  }
+  if (atomic_load(&((struct xpt_rec_header *)f.h)->state) == XPT_REC_DONE) {
+    rc = 1;
+    goto out;
+  }
+  fin_reset();
+  pt_format = f.h->format == XPT_REC_FORMAT_JSON ? PT_FORMAT_JSON : PT_FORMAT_PROTO;
+  fin_enc = pt_format == PT_FORMAT_JSON ? &pt_json_encoder : &pt_proto_encoder;
+  pt_annotate_all = f.h->annotate_all != 0;
+  memset(&pt_proc, 0, sizeof pt_proc);
+  pt_proc.pid = f.h->pid;
+  pt_proc.start_ns = f.h->start_ns;
+  pt_proc.forked = f.h->forked != 0;
+  memcpy(pt_proc.program, f.h->program, sizeof pt_proc.program);
+  pt_proc.program[sizeof pt_proc.program - 1] = '\0';
+  pt_proc.stream_names = (const char *)f.map + XPT_REC_STREAMS_OFF;
+  pt_proc.tool_names = (const char *)f.map + XPT_REC_TOOLS_OFF;
+  fin_clock_setup(f.h);
+
+  uint64_t chunks = (f.map_len - XPT_REC_HEADER_SIZE) / f.h->chunk_size;
+  for (uint64_t i = 0; i < chunks; i++) {
+    const struct xpt_rec_chunk *c =
+        (const struct xpt_rec_chunk *)(f.map + XPT_REC_HEADER_SIZE + i * f.h->chunk_size);
+    if (c->magic != XPT_REC_CHUNK_MAGIC)
+      continue; /* never used (sparse, or the process died taking it) */
+    fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);
+  }
+
+  fin_trace_name(name, pt_format == PT_FORMAT_JSON, trace, sizeof trace);
+  snprintf(tmp, sizeof tmp, ".%s.tmp-%d", trace, (int)getpid());
+  unlinkat(dirfd, tmp, 0); /* our own leftover, if any */
+  f.fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (f.fd < 0) {
+    fprintf(stderr, "%s cannot create '%s/%s': %s\n", prefix, dir, tmp, strerror(errno));
+    tmp[0] = '\0';
+    goto out;
+  }
+  fin_encode(&f);
+  if (!f.failed && fsync(f.fd) != 0 && errno != EINVAL) {
+    f.failed = true;
+    f.err = errno;
+  }
+  if (f.failed) {
+    fprintf(stderr, "%s cannot write the trace of '%s/%s': %s; the recording is kept\n", prefix,
+            dir, name, strerror(f.err));
+    goto out;
+  }
+  char got[256];
+  int e = fin_publish(dirfd, tmp, trace, got, sizeof got);
+  if (e) {
+    fprintf(stderr, "%s cannot name the trace '%s/%s': %s; the recording is kept\n", prefix, dir,
+            trace, strerror(e));
+    goto out;
+  }
+  tmp[0] = '\0';
+  snprintf(res->trace, sizeof res->trace, "%s/%s", dir, got);
+  res->pid = f.h->pid;
+  memcpy(res->program, pt_proc.program, sizeof res->program);
+  res->records = f.records;
+  res->dropped = atomic_load(&((struct xpt_rec_header *)f.h)->dropped) + f.damaged;
+  res->disk_full = atomic_load(&((struct xpt_rec_header *)f.h)->disk_full) != 0;
+  unlinkat(dirfd, name, 0);
+  rc = 0;
+out:
+  if (f.fd >= 0)
+    close(f.fd);
+  if (tmp[0])
+    unlinkat(dirfd, tmp, 0);
+  if (f.map)
+    munmap((void *)f.map, f.map_len);
+  free(f.segs);
+  free(f.graph);
+  free(f.out.data);
+  fin_reset();
+  close(fd);
+  close(dirfd);
+  return rc;
+}
+
+static bool fin_is_recording(const char *n) {
+  size_t len = strlen(n);
+  return len >= 12 && !strncmp(n, "events", 6) && !strcmp(n + len - 6, ".xprec");
+}
+
+static int fin_tree(const char *dir, const char *prefix, int depth,
+                    void (*each)(const struct xpt_finish_result *, void *), void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int written = 0;
+  bool failed = false;
+  struct dirent *e;
+  char sub[4096];
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    if (e->d_type == DT_DIR && depth < 16) {
+      snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+      int n = fin_tree(sub, prefix, depth + 1, each, ctx);
+      failed |= n < 0;
+      written += n > 0 ? n : 0;
+    } else if (e->d_type == DT_REG && fin_is_recording(e->d_name)) {
+      struct xpt_finish_result res;
+      int rc = xpt_finish_recording(dir, e->d_name, prefix, &res);
+      if (rc == 0) {
+        written++;
+        if (each)
+          each(&res, ctx);
+      }
+      failed |= rc < 0;
+    }
+  }
+  closedir(d);
+  return failed ? -1 : written;
+}
+
+int xpt_finish_tree(const char *dir, const char *prefix,
+                    void (*each)(const struct xpt_finish_result *, void *), void *ctx) {
+  return fin_tree(dir, prefix, 0, each, ctx);
+}

@@ -1,0 +1,35 @@
+/* Finishing a run: recordings (xpt_rec.h) become trace files.  The same
+ * code runs in the traced process at exit, in `xptrace` after the
+ * program ended (whatever way it ended), and in `xptrace finish DIR`. */
+#ifndef XPT_FINISH_H
+#define XPT_FINISH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct xpt_finish_result {
+  char trace[4096]; /* path of the trace written */
+  int pid;
+  char program[64];
+  uint64_t records;  /* records read */
+  uint64_t dropped;  /* events the recorder could not write */
+  bool disk_full;    /* the recording could not grow */
+};
+
+/* Finish the recording `name` in folder `dir`: write the trace under a
+ * name of its own (never replacing a file), then remove the recording.
+ * Messages are one line each, prefixed `prefix`.  Returns 0, 1 when the
+ * recording was already finished or is being finished by someone else,
+ * or -1 (message printed; the recording is kept). */
+__attribute__((visibility("hidden"))) int xpt_finish_recording(const char *dir, const char *name,
+                                                               const char *prefix,
+                                                               struct xpt_finish_result *res);
+
+/* Finish every recording under `dir` (its subfolders too: forked and
+ * exec'd processes).  `each` is called for every trace written.
+ * Returns the number written, or -1 when one failed. */
+__attribute__((visibility("hidden"))) int
+xpt_finish_tree(const char *dir, const char *prefix,
+                void (*each)(const struct xpt_finish_result *res, void *ctx), void *ctx);
+
+#endif /* XPT_FINISH_H */

@@ -1,0 +1,132 @@
+/* The recording: what a traced process leaves in its output folder while
+ * it runs, read by whoever finishes the run (the process itself at exit,
+ * else `xptrace` after the program ends, else `xptrace finish`).
+ *
+ * One file, events.xprec, shared-mapped by the recorder: a header, then
+ * fixed-size chunks.  Each chunk holds whole records; its `committed`
+ * word says how many bytes of it are complete.  The process may die at
+ * any instant (signal, _exit, SIGKILL, crash): the file then holds every
+ * record committed before, and nothing has to be done at signal time.
+ *
+ * Records carry values only (ids, times, copies of names), never a
+ * pointer into the process: trace point names, files and metadata travel
+ * as description records in dictionary chunks, which are never reused.
+ * Records of a thread come in segments, each opened by a thread record
+ * (pid, tid, segment number, name); a chunk can hold segments of several
+ * threads one after the other (a thread that ends passes its chunk on). */
+#ifndef XPT_REC_H
+#define XPT_REC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define XPT_REC_FILE "events.xprec"
+#define XPT_REC_MAGIC 0x3143455254505821ull /* "!XPTREC1" */
+#define XPT_REC_VERSION 1u
+#define XPT_REC_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+#define XPT_REC_HEADER_SIZE 32768u
+#define XPT_REC_NAME_LEN 48u /* stream and tool names, terminated */
+#define XPT_REC_STREAMS_OFF 4096u
+#define XPT_REC_TOOLS_OFF (XPT_REC_STREAMS_OFF + 256u * XPT_REC_NAME_LEN)
+
+enum xpt_rec_state { XPT_REC_RECORDING = 1, XPT_REC_FINISHING = 2, XPT_REC_DONE = 3 };
+enum xpt_rec_policy { XPT_REC_FLUSH = 0, XPT_REC_RING = 1 };
+enum xpt_rec_clock { XPT_REC_CLOCK_MONOTONIC = 0, XPT_REC_CLOCK_TSC = 1 };
+enum xpt_rec_format { XPT_REC_FORMAT_PROTO = 0, XPT_REC_FORMAT_JSON = 1 };
+
+struct xpt_rec_header {
+  uint64_t magic;
+  uint32_t version, header_size;
+  uint32_t chunk_size; /* bytes, header included; a multiple of the page size */
+  uint32_t policy;
+  uint32_t clock;
+  uint32_t format;
+  uint32_t annotate_all;
+  int32_t pid, ppid;
+  uint32_t forked; /* a forked child of a traced process */
+  uint64_t max_chunks;             /* ring: the chunks of the file; flush: 0 */
+  uint64_t start_ns;               /* CLOCK_MONOTONIC at set-up */
+  uint64_t tsc_base, tsc_base_ns;  /* a (TSC, MONOTONIC ns) pair at set-up */
+  _Atomic uint64_t chunks_used;    /* chunks handed out; the file holds them */
+  _Atomic uint64_t dropped;        /* records that could not be written */
+  _Atomic uint64_t gen;            /* chunk (re)use counter */
+  _Atomic uint32_t state;
+  _Atomic uint32_t disk_full;      /* the file could not grow */
+  char program[64];
+  _Atomic uint8_t stream_named[256]; /* 1 once the stream's name is written */
+  _Atomic uint8_t tool_named[256];
+};
+_Static_assert(sizeof(struct xpt_rec_header) <= XPT_REC_STREAMS_OFF, "header fits");
+_Static_assert(XPT_REC_TOOLS_OFF + 256u * XPT_REC_NAME_LEN <= XPT_REC_HEADER_SIZE, "tables fit");
+
+enum xpt_rec_chunk_kind { XPT_REC_CHUNK_EVENTS = 1, XPT_REC_CHUNK_DICT = 2 };
+
+struct xpt_rec_chunk {
+  uint32_t magic;
+  uint32_t kind;
+  _Atomic uint32_t committed; /* bytes of complete records after the header */
+  uint32_t reserved;
+  _Atomic uint64_t gen; /* when it was last (re)started */
+  uint64_t reserved2;
+};
+_Static_assert(sizeof(struct xpt_rec_chunk) == 32, "chunk header");
+
+/* One record: 32 bytes then `len` inline bytes, padded to 8.  In the file
+ * `uid` is the trace point's universal id; a reader may replace it in
+ * its private copy (the encoders keep a pointer in its place). */
+struct xpt_rec_raw {
+  uint64_t ts; /* TSC ticks or MONOTONIC ns (header.clock) */
+  uint64_t uid;
+  uint64_t instance;
+  uint16_t type;
+  uint8_t stream;
+  uint8_t kind; /* enum xpt_rec_kind */
+  uint32_t len;
+};
+_Static_assert(sizeof(struct xpt_rec_raw) == 32, "record layout");
+
+enum xpt_rec_kind {
+  XPT_REC_EVENT = 0,  /* inline: a name when the event was NULL or had no uid */
+  XPT_REC_TIMED = 1,  /* inline: struct xpt_rec_timed, track name, name */
+  XPT_REC_EDGE = 2,   /* inline: struct xpt_rec_edge */
+  XPT_REC_DESC = 3,   /* a trace point's description: struct xpt_rec_desc ... */
+  XPT_REC_THREAD = 4, /* segment start: uid = pid << 32 | tid, instance = segment
+                         number, inline: the thread's name */
+};
+
+static inline uint32_t xpt_rec_size(uint32_t len) {
+  return (uint32_t)sizeof(struct xpt_rec_raw) + ((len + 7u) & ~7u);
+}
+
+struct xpt_rec_timed {
+  uint64_t begin_ns, end_ns, track_id;
+  uint16_t track_name_len, name_len;
+  uint32_t unused;
+};
+struct xpt_rec_edge {
+  uint64_t source_instance, target_instance;
+};
+
+/* A description: this, then name, source file, then meta_count entries
+ * of struct xpt_rec_meta each followed by its key and value bytes. */
+struct xpt_rec_desc {
+  uint64_t source_id, target_id;
+  uint64_t payload_flags, event_flags;
+  uint32_t line, column;
+  uint16_t event_type, activity_type;
+  uint16_t name_len, file_len;
+  uint32_t meta_count;
+  uint32_t meta_len;
+};
+struct xpt_rec_meta {
+  uint16_t key_len;
+  uint8_t value_type;
+  uint8_t unused;
+  uint32_t value_len;
+};
+/* Bounds that keep every description well inside one chunk. */
+#define XPT_REC_DESC_STR_MAX 1024u
+#define XPT_REC_DESC_META_MAX 4096u
+#define XPT_REC_CHUNK_MIN 16384u
+
+#endif /* XPT_REC_H */
