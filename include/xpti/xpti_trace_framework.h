@@ -9,6 +9,35 @@
  * Hot paths (xptiNotifySubscribers, xptiCheckTraceEnabled,
  * xptiTraceEnabled, xptiFindEvent, xptiLookupString, xptiMakeEvent on an
  * existing trace point) take no lock. */
+/*
+ * Async-signal-safety.  Once the dispatcher is loaded (with the proxy:
+ * after any earlier API call), these may be called from a signal handler,
+ * even one that interrupted malloc or another xpti call: they take no
+ * lock, allocate nothing and make no system call:
+ *   xptiTraceEnabled, xptiCheckTraceEnabled,
+ *   xptiNotifySubscribers with an event made by xptiMakeEvent (or a NULL
+ *     event where the trace type allows one) -- the callbacks it runs
+ *     must be async-signal-safe too,
+ *   xptiFindEvent, xptiQueryPayload, xptiQueryPayloadByUID,
+ *   xptiLookupString, xptiLookupObject, xptiLookupStreamName,
+ *   xptiLookupToolName, xptiMetadataCount, xptiMetadataAt,
+ *   xptiGetUniqueId, xptiGetUniversalId, xptiSetUniversalId,
+ *   xptiGetDefaultStreamID.
+ * Nothing else is: registering anything, xptiMakeEvent (its first call on
+ * a thread allocates a cache), xptiQueryMetadata (interns its key).
+ *
+ * Lifetime.  The event, parent, payload and user_data given to a callback
+ * are the caller's: a subscriber may read them until its callback
+ * returns, and must copy what it needs (ids, values, strings) rather than
+ * keep the pointers.  Events made by xptiMakeEvent and strings from the
+ * string table live as long as the process (or until xptiReset).
+ *
+ * Re-entry and fork.  A subscriber's constructor, run while the
+ * dispatcher loads XPTI_SUBSCRIBERS, may call any function: those that
+ * need the subscribers (xptiFrameworkInitialize, xptiFrameworkFinalize,
+ * xptiInitialize) return FALSE and xptiFinalize does nothing on that
+ * thread; registration works.  fork() is safe while other threads call
+ * any function: the child finds every framework lock free. */
 #ifndef XPTI_TRACE_FRAMEWORK_H
 #define XPTI_TRACE_FRAMEWORK_H
 
