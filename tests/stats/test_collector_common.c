@@ -236,6 +236,56 @@ static void mode_size(void) {
   CHECK(strcmp(text, "xpti: XPT_TEST_SIZE='lots' is not a size; using 4096\n") == 0);
 }
 
+/* Issue 8 row 13: XPTRACE_BUFFER_SIZE below one chunk or malformed: the
+ * default, with one line per process however often it is read. */
+static void mode_buffer_size(void) {
+  static const struct {
+    const char *text;
+    uint64_t want;
+    const char *line;
+  } cases[] = {
+      {NULL, 64ull << 20, ""},
+      {"64K", 64ull << 10, ""},
+      {"1G", 1ull << 30, ""},
+      {"0", 64ull << 20, "xpti: XPTRACE_BUFFER_SIZE='0' is below the minimum of 64K; using 64M\n"},
+      {"1K", 64ull << 20, "xpti: XPTRACE_BUFFER_SIZE='1K' is below the minimum of 64K; using 64M\n"},
+      {"65535", 64ull << 20,
+       "xpti: XPTRACE_BUFFER_SIZE='65535' is below the minimum of 64K; using 64M\n"},
+      {"lots", 64ull << 20, "xpti: XPTRACE_BUFFER_SIZE='lots' is not a size; using 64M\n"},
+  };
+  char errpath[PATH_MAX];
+  snprintf(errpath, sizeof errpath, "%s/buffer-size.err", scratch);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* "once" is per process: each case in its own */
+      int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 2);
+      xpt_msg_rebind();
+      if (cases[i].text)
+        setenv("XPTRACE_BUFFER_SIZE", cases[i].text, 1);
+      else
+        unsetenv("XPTRACE_BUFFER_SIZE");
+      bool ok = xpt_env_buffer_size() == cases[i].want && xpt_env_buffer_size() == cases[i].want;
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char text[512] = "";
+    FILE *f = fopen(errpath, "r");
+    if (f) {
+      size_t n = fread(text, 1, sizeof text - 1, f);
+      text[n] = '\0';
+      fclose(f);
+    }
+    if (strcmp(text, cases[i].line) != 0) {
+      fprintf(stderr, "XPTRACE_BUFFER_SIZE=%s: printed '%s'\n", cases[i].text ? cases[i].text : "(unset)", text);
+      ++failures;
+    }
+  }
+}
+
 static void *exit_from_thread(void *arg) {
   (void)arg;
   exit(3);
@@ -400,6 +450,7 @@ int main(int argc, char **argv) {
       {"size", mode_size},             {"exit", mode_exit},
       {"signal", mode_signal},         {"flush-all", mode_flush_all},
       {"streams", mode_streams},       {"names", mode_names},
+      {"buffer-size", mode_buffer_size},
   };
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; ++i) {
     if (strcmp(argv[1], modes[i].name) == 0) {

@@ -64,12 +64,17 @@ root)
   done
   "$xptrace" run -c perfetto,stats,text -o ours -- "$sample" >out.txt 2>err.txt ||
     fail "run into ours: $(cat err.txt)"
-  "$xptrace" sample -o ours -- "$sample" >out.txt 2>err.txt || fail "sample into ours: $(cat err.txt)"
+  # The sampler is preloaded: not possible under ASan (its runtime must come first).
+  sampled=yes
+  "$xptrace" sample -o ours -- "$sample" >out.txt 2>err.txt || {
+    if grep -q "ASan runtime does not come first" err.txt; then sampled=no
+    else fail "sample into ours: $(cat err.txt)"; fi
+  }
   for name in $names; do
     [ "$(cat "victim.$name")" = precious ] || fail "victim changed through the symlink $name"
   done
   [ -s ours/stats-1.csv ] || fail "stats.csv taken: no stats-1.csv: $(ls ours)"
-  [ -e ours/samples-1.folded ] || fail "samples.folded taken: no samples-1.folded: $(ls ours)"
+  [ "$sampled" = no ] || [ -e ours/samples-1.folded ] || fail "samples.folded taken: no samples-1.folded: $(ls ours)"
   # XPTI_TEXT_OUTPUT naming a symlink: refused with one line, not followed.
   env XPTI_TRACE_ENABLE=1 XPTI_FRAMEWORK_DISPATCHER="$lib/libxptifw.so" \
     XPTI_SUBSCRIBERS="$lib/libxpti_text.so" XPTI_TEXT_OUTPUT="$scratch/ours/text.log" \
