@@ -4,10 +4,12 @@
  *   trace_record [pairs per repetition] [repetitions]
  * The collector is loaded from ../lib next to this program. */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +27,8 @@ static double time_pairs(uint8_t stream, xpti_trace_event_data_t *ev, long pairs
   return (double)(bench_now_ns() - t0) / (2.0 * (double)pairs);
 }
 
-/* Bursts of 1024 pairs (one 64 KiB chunk) with 1 ms pauses in which the
- * writer drains them: only the bursts are timed.  The steady state the
- * collector is built for: chunks come back from the pool mapped and warm. */
+/* Bursts of 1024 pairs with 1 ms pauses: only the bursts are timed (the
+ * pauses let the kernel write back the recording's pages). */
 static double time_bursts(uint8_t stream, xpti_trace_event_data_t *ev, long bursts) {
   uint64_t total = 0;
   for (long b = 0; b < bursts; b++) {
@@ -68,7 +69,49 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* Size of the trace a forked child writes after n slices (named: NULL
+ * event and a name), -1 when it wrote none. */
+static long child_trace_size(const char *out, uint8_t stream, xpti_trace_event_data_t *ev,
+                             long n, int named) {
+  (void)stream, (void)ev;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) { /* a program of its own, not a fork: its sequence ids are short */
+    char count[32];
+    snprintf(count, sizeof count, "%ld", n);
+    execl("/proc/self/exe", "trace_record", "--size-child", count, named ? "named" : "event",
+          (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid)
+    return -1;
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/size-%d/trace.perfetto-trace", out, (int)pid);
+  return file_size(path);
+}
+
+/* trace_record --size-child N named|event: records N slices into
+ * $XPTRACE_OUTPUT/size-<pid>/ and exits (the trace is written at exit). */
+static int size_child(long n, bool named) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/size-%d", getenv("XPTRACE_OUTPUT"), (int)getpid());
+  setenv("XPTRACE_OUTPUT", dir, 1);
+  xptiInitialize("bench.trace", 1, 0, "1.0");
+  uint8_t stream = xptiRegisterStream("bench.trace");
+  xpti_payload_t p = xpti_payload_make("bench_task", "trace_record.c", __LINE__, 1, NULL);
+  xpti_trace_event_data_t *ev =
+      xptiMakeEvent("bench_task", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  if (named)
+    time_named(stream, n);
+  else
+    time_pairs(stream, ev, n, NULL);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--size-child") && getenv("XPTRACE_OUTPUT"))
+    return size_child(atol(argv[2]), !strcmp(argv[3], "named"));
   long pairs = argc > 1 ? atol(argv[1]) : 200000;
   int reps = argc > 2 ? atoi(argv[2]) : 7;
   if (pairs <= 0 || reps <= 0 || reps > 64) {
@@ -142,32 +185,24 @@ int main(int argc, char **argv) {
   printf("  recorder alone (minus stream dispatch) %6.2f ns  %.2fx TLS floor  %.2fx TLS floor with clock_gettime\n",
          m_rec - m_every, (m_rec - m_every) / tls, (m_rec - m_every) / tls_clock);
 
-  printf("in bursts of 2048 records with 1 ms pauses (the writer keeps up, chunks reused):\n");
+  printf("in bursts of 2048 records with 1 ms pauses:\n");
   printf("  empty stream-wide callback            %7.2f ns\n", m_every_burst);
   printf("  recorded event, with event            %7.2f ns  %.2fx TLS floor\n", m_burst,
          m_burst / tls);
   printf("  recorder alone (minus stream dispatch) %6.2f ns  %.2fx TLS floor\n",
          m_burst - m_every_burst, (m_burst - m_every_burst) / tls);
 
-  /* Bytes per slice: flush (finalize) after each kind, measure the growth. */
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/trace.perfetto-trace", out);
-  xptiFinalize("bench.trace");
-  long before = file_size(path);
+  /* Bytes per slice: forked children record n slices each and write
+   * their own trace at exit (child-<pid>/ under the output folder). */
   long slices = 100000;
-  xptiInitialize("bench.trace", 1, 0, "1.0");
-  time_named(stream, slices);
-  xptiFinalize("bench.trace");
-  long after_named = file_size(path);
-  xptiInitialize("bench.trace", 1, 0, "1.0");
-  time_pairs(stream, ev, slices, NULL);
-  xptiFinalize("bench.trace");
-  long after_event = file_size(path);
+  long base = child_trace_size(out, stream, ev, 0, 0);
+  long named_size = child_trace_size(out, stream, ev, slices, 1);
+  long event_size = child_trace_size(out, stream, ev, slices, 0);
   printf("\ntrace size per begin/end slice (interned names, %ld slices):\n", slices);
   printf("  NULL event + name (no annotations)    %7.2f bytes\n",
-         (double)(after_named - before) / (double)slices);
+         (double)(named_size - base) / (double)slices);
   printf("  event (properties on its first slice)  %6.2f bytes\n",
-         (double)(after_event - after_named) / (double)slices);
+         (double)(event_size - base) / (double)slices);
   printf("(trace in %s)\n", out);
   return 0;
 }

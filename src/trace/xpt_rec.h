@@ -127,6 +127,6 @@ struct xpt_rec_meta {
 /* Bounds that keep every description well inside one chunk. */
 #define XPT_REC_DESC_STR_MAX 1024u
 #define XPT_REC_DESC_META_MAX 4096u
-#define XPT_REC_CHUNK_MIN 16384u
+#define XPT_REC_CHUNK_MIN 8192u
 
 #endif /* XPT_REC_H */

@@ -21,7 +21,7 @@ starts with PREFIX), --device-flows N / --min-device-flows N (flows with both en
 device slices; each must start no later than it ends), --device-min-dur NS
 (every device slice lasts at least that), --window START,END (every device
 slice lies within, MONOTONIC ns), --any-flow-order (a device flow may end
-before it starts).  Every lane's slices must be properly
+before it starts), --allow-unmatched (a process killed mid-slice).  Every lane's slices must be properly
 nested and in time order.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
@@ -439,6 +439,7 @@ def main():
     ap.add_argument("--lanes", action="append", default=[])
     ap.add_argument("--window")
     ap.add_argument("--any-flow-order", action="store_true")
+    ap.add_argument("--allow-unmatched", action="store_true")
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -449,7 +450,7 @@ def main():
     print("check_trace: slices=%d instants=%d nodes=%d flows=%d begins=%d ends=%d unmatched=%d "
           "dropped=%d threads=%d" % (s.slices, s.instants, s.nodes, s.flows, s.begins, s.ends,
                                      s.unmatched, s.dropped, len(s.threads)))
-    if a.total is None and s.unmatched:
+    if a.total is None and s.unmatched and not a.allow_unmatched:
         fail("%d begin/end events without their other half" % s.unmatched)
     for opt in ("slices", "instants", "nodes", "flows", "threads", "annotated"):
         want = getattr(a, opt)

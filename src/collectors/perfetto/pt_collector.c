@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,11 +94,13 @@ struct pt_rthread {
   uint8_t *data;
   uint32_t cap, off;
   struct xpt_rec_chunk *cur; /* mapped; NULL: none yet */
+  struct xpt_rec_chunk *prev; /* the chunk before, still mapped: an
+                                 interrupted append may be writing into it */
   uint64_t cur_index;
+  struct pt_owner *own; /* ring: what it holds */
   uint64_t seen[PT_SEEN]; /* uids described (direct-mapped) */
   pid_t pid, tid;
   uint64_t segment;  /* segment number of this thread */
-  uint32_t nchunks;  /* ring: chunks it owns, the current one included */
   bool own_desc;     /* descriptions went into its own chunk: forget them with it */
   struct pt_rthread *next_all, *next_free;
 };
@@ -106,7 +109,7 @@ static struct {
   int fd;
   struct xpt_rec_header *h; /* shared mapping of the header */
   uint64_t max_chunks;      /* ring */
-  struct pt_rthread **owner; /* ring: chunk -> owner (NULL: free or dictionary) */
+  struct pt_owner **owner;   /* ring: chunk -> owner (NULL: free or dictionary) */
   uint64_t *chunk_gen;       /* ring: when each chunk was taken */
   pid_t pid;                 /* the process the recording belongs to */
   char dir[4096], name[64];
@@ -143,7 +146,7 @@ static off_t pt_chunk_offset(uint64_t index) {
 }
 
 static struct xpt_rec_chunk *pt_chunk_map(uint64_t index) {
-  void *p = mmap(NULL, pt_chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, pt_rec.fd,
+  void *p = mmap(NULL, pt_chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, pt_rec.fd,
                  pt_chunk_offset(index));
   return p == MAP_FAILED ? NULL : p;
 }
@@ -180,9 +183,51 @@ static uint64_t pt_chunk_fresh(void) {
   return index;
 }
 
-/* Ring: the oldest chunk of the thread holding the most (possibly the
- * caller), so that every thread keeps its newest chunks.  What it held is
- * dropped.  Only tried, never waited for. */
+/* Ring: who holds which chunks.  An owner is one thread's life; when the
+ * thread ends its chunks stay with the owner, marked dead, until taken. */
+struct pt_owner {
+  uint32_t nchunks;
+  bool dead;
+  uint64_t cur; /* its current chunk (never taken from a live owner) */
+  struct pt_owner *next_all, *next_free;
+};
+static struct pt_owner *pt_owners, *pt_owners_free; /* under pt_ring_lock */
+
+static struct pt_owner *pt_owner_new(void) {
+  pthread_mutex_lock(&pt_ring_lock);
+  struct pt_owner *o = pt_owners_free;
+  if (o) {
+    pt_owners_free = o->next_free;
+  } else {
+    void *m = mmap(NULL, sizeof *o, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    o = m == MAP_FAILED ? NULL : m;
+    if (o) {
+      o->next_all = pt_owners;
+      pt_owners = o;
+    }
+  }
+  if (o) {
+    o->nchunks = 0;
+    o->dead = false;
+    o->cur = UINT64_MAX;
+  }
+  pthread_mutex_unlock(&pt_ring_lock);
+  return o;
+}
+
+/* Under pt_ring_lock. */
+static void pt_owner_lose(struct pt_owner *o) {
+  if (--o->nchunks == 0 && o->dead) {
+    o->dead = false;
+    o->next_free = pt_owners_free;
+    pt_owners_free = o;
+  }
+}
+
+/* The oldest chunk of the owner holding the most (two or more), so that
+ * every thread keeps its newest; else the last chunk of the thread that
+ * ended first; else the caller's own current chunk, started again.  What
+ * the chunk held is counted as dropped.  The lock is only tried. */
 static uint64_t pt_chunk_steal(struct pt_rthread *self) {
   int tries = 0;
   while (pthread_mutex_trylock(&pt_ring_lock) != 0)
@@ -190,29 +235,32 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
       return UINT64_MAX;
     else
       sched_yield();
-  struct pt_rthread *victim = NULL;
-  for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all)
-    if (t->nchunks > 1 && (!victim || t->nchunks > victim->nchunks))
-      victim = t;
+  struct pt_owner *victim = NULL;
+  for (struct pt_owner *o = pt_owners; o; o = o->next_all)
+    if (o->nchunks > 1 && (!victim || o->nchunks > victim->nchunks))
+      victim = o;
   uint64_t best = UINT64_MAX, best_gen = UINT64_MAX;
-  if (victim && (victim != self || self->nchunks > 1)) {
-    for (uint64_t i = 0; i < pt_rec.max_chunks; i++)
-      if (pt_rec.owner[i] == victim && i != victim->cur_index && pt_rec.chunk_gen[i] < best_gen) {
-        best = i;
-        best_gen = pt_rec.chunk_gen[i];
-      }
+  for (uint64_t i = 0; i < pt_rec.max_chunks; i++) {
+    struct pt_owner *o = pt_rec.owner[i];
+    bool candidate = victim ? o == victim && i != o->cur : o && o->dead;
+    if (candidate && pt_rec.chunk_gen[i] < best_gen) {
+      best = i;
+      best_gen = pt_rec.chunk_gen[i];
+    }
   }
+  if (best == UINT64_MAX && self->cur && self->own)
+    best = self->cur_index; /* every thread holds one chunk: start its own again */
   if (best != UINT64_MAX) {
-    victim->nchunks--;
+    pt_owner_lose(pt_rec.owner[best]);
     pt_rec.owner[best] = NULL;
-    /* Count what is lost: the records of the chunk (thread records apart). */
+    /* Count what is lost: the events of the chunk. */
     struct xpt_rec_chunk *c = pt_chunk_map(best);
     if (c) {
       const uint8_t *d = (const uint8_t *)(c + 1);
       uint32_t end = atomic_load(&c->committed), off = 0, n = 0;
       while (off + sizeof(struct xpt_rec_raw) <= end) {
         const struct xpt_rec_raw *r = (const struct xpt_rec_raw *)(d + off);
-        n += r->kind != XPT_REC_THREAD;
+        n += r->kind <= XPT_REC_EDGE; /* events, not thread or description records */
         off += xpt_rec_size(r->len);
       }
       pt_drop(n);
@@ -227,17 +275,41 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
 }
 
 static void pt_ring_own(struct pt_rthread *t, uint64_t index) {
-  if (pt_policy != XPT_REC_RING) {
-    t->cur_index = index;
-    return;
-  }
-  pthread_mutex_lock(&pt_ring_lock);
-  pt_rec.owner[index] = t;
-  pt_rec.chunk_gen[index] = atomic_load(&pt_rec.h->gen);
-  t->nchunks++;
   t->cur_index = index;
+  if (pt_policy != XPT_REC_RING)
+    return;
+  if (!t->own && !(t->own = pt_owner_new()))
+    return; /* out of memory: its chunks are nobody's, never taken */
+  pthread_mutex_lock(&pt_ring_lock);
+  pt_rec.owner[index] = t->own;
+  pt_rec.chunk_gen[index] = atomic_load(&pt_rec.h->gen);
+  t->own->nchunks++;
+  t->own->cur = index;
   pthread_mutex_unlock(&pt_ring_lock);
 }
+
+/* Ring: a thread that ends leaves its chunks to be taken, oldest first. */
+static void pt_ring_release(struct pt_rthread *t) {
+  if (!t->own)
+    return;
+  pthread_mutex_lock(&pt_ring_lock);
+  t->own->dead = true;
+  t->own->cur = UINT64_MAX;
+  if (t->own->nchunks == 0) {
+    t->own->nchunks = 1; /* pt_owner_lose frees it */
+    pt_owner_lose(t->own);
+  }
+  pthread_mutex_unlock(&pt_ring_lock);
+  t->own = NULL;
+}
+
+static void pt_block_signals(sigset_t *old) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+static void pt_restore_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
 
 static void pt_append(uint8_t *data, uint32_t off, const struct xpt_rec_raw *r, const void *a,
                       uint32_t alen, const void *b, uint32_t blen, const void *c, uint32_t clen) {
@@ -267,13 +339,16 @@ static void pt_segment_open(struct pt_rthread *t) {
                           0,
                           XPT_REC_THREAD,
                           len};
-  pt_append(t->data, t->off, &r, name, len, NULL, 0, NULL, 0);
+  pt_append(t->data, t->off, &r, name, len, NULL, 0, NULL, 0); /* signals are blocked */
   t->off += xpt_rec_size(len);
   atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
 }
 
-/* t's next chunk; false when none can be had (the event is dropped). */
-static bool pt_next_chunk(struct pt_rthread *t) {
+/* t's next chunk; false when none can be had (the event is dropped).
+ * Signals are blocked meanwhile: a handler recording on this thread
+ * never sees a half-switched state.  The sealed chunk stays mapped until
+ * the next switch, for an append it interrupted. */
+static bool pt_next_chunk_unblocked(struct pt_rthread *t) {
   uint64_t index = pt_chunk_fresh();
   if (index == UINT64_MAX && pt_policy == XPT_REC_RING)
     index = pt_chunk_steal(t);
@@ -283,8 +358,9 @@ static bool pt_next_chunk(struct pt_rthread *t) {
   if (!c)
     return false;
   pt_chunk_start(c, XPT_REC_CHUNK_EVENTS);
-  if (t->cur)
-    munmap(t->cur, pt_chunk_size); /* sealed: the file keeps it */
+  if (t->prev)
+    munmap(t->prev, pt_chunk_size); /* sealed: the file keeps it */
+  t->prev = t->cur;
   pt_ring_own(t, index);
   if (t->own_desc) {
     memset(t->seen, 0xff, sizeof t->seen);
@@ -298,12 +374,46 @@ static bool pt_next_chunk(struct pt_rthread *t) {
   return true;
 }
 
+static bool pt_next_chunk(struct pt_rthread *t) {
+  sigset_t old;
+  pt_block_signals(&old);
+  bool ok = pt_next_chunk_unblocked(t);
+  pt_restore_signals(&old);
+  return ok;
+}
+
+/* Space for `size` bytes, reserved before it is written, so that a
+ * signal handler recording on this thread meanwhile appends after it. */
+static uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, struct xpt_rec_chunk **chunk,
+                           uint32_t *end) {
+  if (t->cap - t->off < size && !pt_next_chunk(t))
+    return NULL;
+  uint8_t *p = t->data + t->off;
+  *chunk = t->cur;
+  t->off += size;
+  *end = t->off;
+  atomic_signal_fence(memory_order_seq_cst);
+  return p;
+}
+
+/* Publishes a reserved record: in the current chunk, everything reserved
+ * so far (an interrupting handler's records are complete); in a chunk a
+ * handler has moved on from, up to this record unless it went further. */
+static inline void pt_commit(struct pt_rthread *t, struct xpt_rec_chunk *c, uint32_t end) {
+  atomic_signal_fence(memory_order_seq_cst);
+  if (__builtin_expect(c == t->cur, 1))
+    end = t->off;
+  else if (end <= atomic_load_explicit(&c->committed, memory_order_relaxed))
+    return;
+  atomic_store_explicit(&c->committed, end, memory_order_release);
+}
+
 static void pt_thread_exit(void *p);
 
 /* A thread's state: one that an ended thread left (its chunk goes on
  * being filled), else a new one.  Memory from mmap, not malloc, so that a
  * thread's first event may come from a signal handler. */
-static struct pt_rthread *pt_thread_new(void) {
+static struct pt_rthread *pt_thread_new_unblocked(void) {
   struct pt_rthread *t = NULL;
   if (pthread_mutex_trylock(&pt_free_lock) == 0) {
     t = pt_free;
@@ -326,6 +436,8 @@ static struct pt_rthread *pt_thread_new(void) {
   t->tid = (pid_t)syscall(SYS_gettid);
   t->segment = 0;
   t->next_free = NULL;
+  if (pt_policy == XPT_REC_RING && !(t->own = pt_owner_new()))
+    return NULL;
   if (t->cur && t->cap - t->off >= xpt_rec_size(16))
     pt_segment_open(t);
   else if (t->cur)
@@ -335,10 +447,33 @@ static struct pt_rthread *pt_thread_new(void) {
   return t;
 }
 
+static struct pt_rthread *pt_thread_new(void) {
+  sigset_t old;
+  pt_block_signals(&old);
+  struct pt_rthread *t = pt_thread_new_unblocked();
+  pt_restore_signals(&old);
+  return t;
+}
+
 static void pt_thread_exit(void *p) {
   struct pt_rthread *t = p;
+  sigset_t old;
+  pt_block_signals(&old);
   if (pt_tls == t)
     pt_tls = NULL; /* a later record (another destructor) starts afresh */
+  if (pt_policy == XPT_REC_RING) {
+    /* Its chunks stay with its owner, to be taken oldest first; the
+     * state starts the next thread on a chunk of its own. */
+    if (t->prev)
+      munmap(t->prev, pt_chunk_size);
+    if (t->cur)
+      munmap(t->cur, pt_chunk_size);
+    t->prev = t->cur = NULL;
+    t->data = NULL;
+    t->cap = t->off = 0;
+    pt_ring_release(t);
+  }
+  pt_restore_signals(&old);
   pthread_mutex_lock(&pt_free_lock);
   t->next_free = pt_free;
   pt_free = t;
@@ -420,12 +555,14 @@ static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *eve
       return true;
   }
   /* Into the thread's own chunk, just before the record that needs it. */
-  if (t->cap - t->off < size && !pt_next_chunk(t))
+  struct xpt_rec_chunk *c;
+  uint32_t end;
+  uint8_t *at = pt_reserve(t, size, &c, &end);
+  if (!at)
     return false;
-  pt_append(t->data, t->off, &r, &d, sizeof d, name, d.name_len, file, d.file_len);
-  memcpy(t->data + t->off + sizeof r + sizeof d + d.name_len + d.file_len, meta, d.meta_len);
-  t->off += size;
-  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+  pt_append(at, 0, &r, &d, sizeof d, name, d.name_len, file, d.file_len);
+  memcpy(at + sizeof r + sizeof d + d.name_len + d.file_len, meta, d.meta_len);
+  pt_commit(t, c, end);
   t->own_desc = true;
   return true;
 }
@@ -519,15 +656,16 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
     uid = 0;
   }
   uint32_t len = extra_len + s1_len + s2_len;
-  uint32_t size = xpt_rec_size(len);
-  if (t->cap - t->off < size && !pt_next_chunk(t)) {
+  struct xpt_rec_chunk *c;
+  uint32_t end;
+  uint8_t *p = pt_reserve(t, xpt_rec_size(len), &c, &end);
+  if (!p) {
     pt_drop(1);
     return;
   }
   struct xpt_rec_raw r = {tsc ? pt_ticks() : pt_now(), uid, instance, type, stream, kind, len};
-  pt_append(t->data, t->off, &r, extra, extra_len, s1, s1_len, s2, s2_len);
-  t->off += size;
-  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+  pt_append(p, 0, &r, extra, extra_len, s1, s1_len, s2, s2_len);
+  pt_commit(t, c, end);
 }
 
 /* The common case: a TLS load, the described-check, a bounds check, the
@@ -543,7 +681,11 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
     if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid &&
                              t->cap - off >= (uint32_t)sizeof(struct xpt_rec_raw),
                          1)) {
+      /* Reserved first: a signal handler recording meanwhile goes after. */
+      struct xpt_rec_chunk *c = t->cur;
       struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
+      t->off = off + (uint32_t)sizeof *r;
+      atomic_signal_fence(memory_order_seq_cst);
       r->ts = tsc ? pt_ticks() : pt_now();
       r->uid = uid;
       r->instance = instance;
@@ -551,8 +693,7 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
       r->stream = stream;
       r->kind = XPT_REC_EVENT;
       r->len = 0;
-      t->off = off + (uint32_t)sizeof *r;
-      atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+      pt_commit(t, c, off + (uint32_t)sizeof *r);
       return;
     }
   }
@@ -738,10 +879,12 @@ static void pt_fork_child(void) {
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
     if (t->cur)
       munmap(t->cur, pt_chunk_size);
-    t->cur = NULL;
+    if (t->prev)
+      munmap(t->prev, pt_chunk_size);
+    t->cur = t->prev = NULL;
+    t->own = NULL;
     t->data = NULL;
     t->cap = t->off = 0;
-    t->nchunks = 0;
     memset(t->seen, 0xff, sizeof t->seen);
     if (t != pt_tls) { /* that thread does not exist here: reuse its state */
       t->next_free = pt_free;
@@ -756,6 +899,7 @@ static void pt_fork_child(void) {
     munmap(pt_dict, pt_chunk_size);
   pt_dict = NULL;
   pt_dict_off = 0;
+  pt_owners = pt_owners_free = NULL; /* the parent's threads' */
   if (pt_rec.h)
     munmap(pt_rec.h, XPT_REC_HEADER_SIZE);
   if (pt_rec.fd >= 0)
@@ -804,14 +948,11 @@ static void pt_setup(void) {
             annotate);
   const char *finisher = getenv("XPTRACE_FINISHER");
   pt_launcher_finishes = finisher && !strcmp(finisher, "launcher");
-  pt_budget = xpt_env_size("XPTRACE_BUFFER_SIZE", 64u << 20);
-  if (pt_budget < 4 * XPT_REC_CHUNK_MIN) {
-    fprintf(stderr, "xpti: XPTRACE_BUFFER_SIZE is below the minimum of 64K; using 64M\n");
-    pt_budget = 64u << 20;
-  }
-  /* Ring: 64 chunks or more share the budget, so that threads share it
-   * fairly; flush: the file grows, a chunk is what a thread maps. */
-  uint64_t cap = pt_budget / 64;
+  pt_budget = xpt_env_buffer_size(); /* at least 8 chunks of the smallest size */
+  /* Ring: 256 chunks share the budget (fewer for small budgets), so that
+   * threads share it fairly; flush: the file grows, a chunk is what a
+   * thread maps at a time. */
+  uint64_t cap = pt_budget / 256;
   cap = cap < XPT_REC_CHUNK_MIN ? XPT_REC_CHUNK_MIN : cap > (256u << 10) ? (256u << 10) : cap;
   pt_chunk_size = (uint32_t)(cap & ~(uint64_t)4095);
   pt_slow_type[XPTI_TRACE_EDGE_CREATE] = 1;

@@ -1,0 +1,226 @@
+/* Fixture for the fault tests (issue 8): a traced program that ends, or
+ * is hurt, in one known way.  Every mode records PAIRS begin/end pairs of
+ * the trace point "work" (stream "fault") unless said otherwise.
+ *   fault_workload MODE [N]
+ *   exit | _exit | kill | abort | segv: PAIRS pairs, then that ending
+ *   sigint-term: SIGINT ignored; PAIRS pairs, SIGINT, PAIRS pairs, SIGTERM
+ *   malloc-loop: pairs and malloc/free on 2 threads until killed
+ *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
+ *     and of "heap_event" (heap, freed and scribbled after each notify)
+ *   signal-notify: an instant "tick" from a SIGALRM handler every 200 us
+ *     while the main thread mallocs and records pairs for 0.5 s; prints
+ *     the number of ticks sent
+ *   atexit: an atexit handler registered before tracing starts records
+ *     PAIRS pairs "late", a destructor records PAIRS pairs "dtor"; main
+ *     records 1 pair "work"
+ *   threads N [M]: N threads, each M pairs (default PAIRS)
+ *   churn N: N short threads, 4 alive at a time, 1 pair each; prints the
+ *     peak RSS in KiB */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xpti/xpti_trace_framework.h"
+
+#define PAIRS 1000
+
+static uint8_t stream;
+static xpti_trace_event_data_t *work_ev;
+
+static xpti_trace_event_data_t *make_event(const char *name, int line) {
+  xpti_payload_t p = xpti_payload_make(name, "fault_workload.c", (uint32_t)line, 1, NULL);
+  uint64_t instance = 0;
+  return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
+}
+
+static void pairs(xpti_trace_event_data_t *ev, int n) {
+  for (int i = 0; i < n; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev, (uint64_t)i, NULL);
+  }
+}
+
+static void start(void) {
+  stream = xptiRegisterStream("fault");
+  xptiInitialize("fault", 1, 0, "1.0");
+  work_ev = make_event("work", __LINE__);
+  if (!work_ev) {
+    fprintf(stderr, "fault_workload: no event (tracing off?)\n");
+    exit(3);
+  }
+}
+
+/* ---- malloc-loop ---- */
+static void *malloc_loop(void *arg) {
+  (void)arg;
+  for (unsigned i = 0;; i++) {
+    /* Mostly inside malloc and free: where a signal must find it. */
+    void *p[64];
+    for (int k = 0; k < 64; k++)
+      p[k] = malloc(16 + ((i * 7919u + (unsigned)k * 104729u) % 65536));
+    pairs(work_ev, 1);
+    for (int k = 0; k < 64; k++)
+      free(p[k]);
+  }
+  return NULL;
+}
+
+/* ---- caller-events ---- */
+static void caller_events(void) {
+  for (int i = 0; i < PAIRS; i++) {
+    xpti_payload_t p = xpti_payload_make("stack_event", "fault_workload.c", 1, 1, NULL);
+    xpti_trace_event_data_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.unique_id = 0; /* not the framework's: no id */
+    ev.reserved.payload = &p;
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, &ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, &ev, (uint64_t)i, NULL);
+    memset(&ev, 0x5a, sizeof ev); /* the caller's memory is the caller's */
+  }
+  for (int i = 0; i < PAIRS; i++) {
+    xpti_payload_t *p = malloc(sizeof *p);
+    xpti_trace_event_data_t *ev = calloc(1, sizeof *ev);
+    char *name = strdup("heap_event");
+    *p = xpti_payload_make(name, "fault_workload.c", 2, 1, NULL);
+    ev->unique_id = 0xfeed0000u + 7; /* a caller's own id, the same each time */
+    ev->reserved.payload = p;
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev, (uint64_t)i, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev, (uint64_t)i, NULL);
+    memset(name, 'x', strlen(name));
+    memset(p, 0x5a, sizeof *p);
+    memset(ev, 0x5a, sizeof *ev);
+    free(name);
+    free(p);
+    free(ev);
+  }
+}
+
+/* ---- signal-notify ---- */
+static xpti_trace_event_data_t *tick_ev;
+static volatile sig_atomic_t ticks;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  xptiNotifySubscribers(stream, XPTI_TRACE_SIGNAL, NULL, tick_ev, 0, NULL);
+  ticks++;
+}
+
+static void signal_notify(void) {
+  tick_ev = make_event("tick", __LINE__);
+  pairs(tick_ev, 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  unsigned i = 0;
+  do {
+    void *p[16];
+    for (int k = 0; k < 16; k++)
+      p[k] = malloc(32 + ((i * 31u + (unsigned)k * 977u) % 4096));
+    if (i++ % 16 == 0)
+      pairs(work_ev, 1);
+    for (int k = 0; k < 16; k++)
+      free(p[k]);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 500000000L);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  printf("ticks %d pairs %u\n", (int)ticks, (i + 15) / 16);
+}
+
+/* ---- atexit ---- */
+static void late_handler(void) {
+  xpti_trace_event_data_t *ev = make_event("late", __LINE__);
+  pairs(ev, PAIRS);
+}
+
+static int dtor_wanted;
+__attribute__((destructor)) static void program_destructor(void) {
+  if (dtor_wanted)
+    pairs(make_event("dtor", __LINE__), PAIRS);
+}
+
+/* ---- threads, churn ---- */
+static void *thread_pairs(void *arg) {
+  pairs(work_ev, (int)(intptr_t)arg);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "exit";
+  int n = argc > 2 ? atoi(argv[2]) : 0;
+  if (!strcmp(mode, "atexit"))
+    atexit(late_handler); /* before tracing starts */
+  start();
+  if (!strcmp(mode, "exit")) {
+    pairs(work_ev, PAIRS);
+    exit(0);
+  } else if (!strcmp(mode, "_exit")) {
+    pairs(work_ev, PAIRS);
+    _exit(0);
+  } else if (!strcmp(mode, "kill")) {
+    pairs(work_ev, PAIRS);
+    kill(getpid(), SIGKILL);
+  } else if (!strcmp(mode, "abort")) {
+    pairs(work_ev, PAIRS);
+    abort();
+  } else if (!strcmp(mode, "segv")) {
+    pairs(work_ev, PAIRS);
+    raise(SIGSEGV);
+  } else if (!strcmp(mode, "sigint-term")) {
+    signal(SIGINT, SIG_IGN);
+    pairs(work_ev, PAIRS);
+    raise(SIGINT);
+    pairs(work_ev, PAIRS);
+    raise(SIGTERM);
+  } else if (!strcmp(mode, "malloc-loop")) {
+    pthread_t t;
+    pthread_create(&t, NULL, malloc_loop, NULL);
+    malloc_loop(NULL);
+  } else if (!strcmp(mode, "caller-events")) {
+    caller_events();
+    return 0;
+  } else if (!strcmp(mode, "signal-notify")) {
+    signal_notify();
+    return 0;
+  } else if (!strcmp(mode, "atexit")) {
+    dtor_wanted = 1;
+    pairs(work_ev, 1);
+    return 0;
+  } else if (!strcmp(mode, "threads")) {
+    pthread_t t[256];
+    n = n < 1 ? 1 : n > 256 ? 256 : n;
+    intptr_t each = argc > 3 ? atoi(argv[3]) : PAIRS;
+    for (int i = 0; i < n; i++)
+      pthread_create(&t[i], NULL, thread_pairs, (void *)each);
+    for (int i = 0; i < n; i++)
+      pthread_join(t[i], NULL);
+    return 0;
+  } else if (!strcmp(mode, "churn")) {
+    for (int i = 0; i < n; i += 4) {
+      pthread_t t[4];
+      int k = n - i < 4 ? n - i : 4;
+      for (int j = 0; j < k; j++)
+        pthread_create(&t[j], NULL, thread_pairs, (void *)(intptr_t)1);
+      for (int j = 0; j < k; j++)
+        pthread_join(t[j], NULL);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("maxrss_kib %ld\n", ru.ru_maxrss);
+    return 0;
+  }
+  fprintf(stderr, "fault_workload: unknown mode %s\n", mode);
+  return 2;
+}

@@ -1,0 +1,148 @@
+#!/bin/sh
+# Fault tests of issue 8: what survives each way a traced program ends or
+# is hurt.  Every run is bounded by `timeout` (a hang is a failure).
+#   run_fault.sh CASE XPTRACE WORKLOAD PERFETTO_LIB PROTO CHECKER OUTDIR
+set -u
+case_name=$1 xptrace=$2 workload=$3 collector=$4 proto=$5 checker=$6 out=$7
+pairs=1000
+rm -rf "$out"
+mkdir -p "$out"
+cd "$out" || exit 1
+fail() { echo "FAIL [$case_name]: $*"; exit 1; }
+check() { python3 "$checker" proto "$proto" "$@" || fail "trace check: $*"; }
+no_recording_left() {
+  leftover=$(find "$1" -name 'events*.xprec')
+  [ -z "$leftover" ] || fail "recording left: $leftover"
+}
+# Runs the workload under xptrace, perfetto + stats, bounded.
+xrun() {
+  dir=$1; shift
+  timeout -k 5 60 "$xptrace" run -c perfetto,stats -o "$dir" -- "$workload" "$@" >"$dir.out" 2>"$dir.err"
+}
+# Runs the workload with the collector only (no xptrace), bounded.
+direct() {
+  dir=$1; shift
+  timeout -k 5 60 env XPTI_TRACE_ENABLE=1 XPTI_SUBSCRIBERS="$collector" XPTRACE_OUTPUT="$PWD/$dir" \
+      "$workload" "$@" >"$dir.out" 2>"$dir.err"
+}
+
+case $case_name in
+endings)
+  # Every event recorded before the end is in the trace, however it ends.
+  for e in exit:0 _exit:0 kill:137 abort:134 segv:139; do
+    mode=${e%%:*} want=${e#*:}
+    xrun "x$mode" "$mode"
+    rc=$?
+    [ "$rc" = "$want" ] || fail "$mode under xptrace: exit $rc, expected $want: $(cat "x$mode.err")"
+    check "x$mode/trace.perfetto-trace" --slices $pairs --name work=$pairs
+    no_recording_left "x$mode"
+    # Without xptrace: exit writes the trace itself; the others leave the
+    # recording for `xptrace finish`.
+    direct "d$mode" "$mode"
+    rc=$?
+    [ "$rc" = "$want" ] || fail "$mode direct: exit $rc, expected $want"
+    if [ "$mode" = exit ]; then
+      [ -s "d$mode/trace.perfetto-trace" ] || fail "exit: no trace written at exit"
+    else
+      [ ! -e "d$mode/trace.perfetto-trace" ] || fail "$mode: a trace appeared by itself"
+      "$xptrace" finish "d$mode" 2>"d$mode.finish" || fail "$mode: xptrace finish: $(cat "d$mode.finish")"
+    fi
+    check "d$mode/trace.perfetto-trace" --slices $pairs --name work=$pairs
+    no_recording_left "d$mode"
+  done
+  ;;
+sigint-term)
+  # SIGINT ignored, then SIGTERM: both halves are in the trace.
+  xrun st sigint-term
+  rc=$?
+  [ "$rc" = 143 ] || fail "exit $rc, expected 143: $(cat st.err)"
+  check st/trace.perfetto-trace --slices $((2 * pairs))
+  ;;
+malloc-term)
+  # SIGTERM while the program is inside malloc, 20 times: never a hang.
+  i=0
+  while [ $i -lt 20 ]; do
+    i=$((i + 1))
+    timeout -k 5 30 "$xptrace" run -c perfetto,stats -o "m$i" -- "$workload" malloc-loop \
+        >"m$i.out" 2>"m$i.err" &
+    xp=$!
+    sleep 0.$((i * 7 % 4 + 1))
+    kill -TERM $xp
+    wait $xp
+    rc=$?
+    [ "$rc" = 143 ] || fail "try $i: exit $rc, expected 143 (124 is a hang): $(cat "m$i.err")"
+    check "m$i/trace.perfetto-trace" --allow-unmatched
+    no_recording_left "m$i"
+  done
+  ;;
+caller-events)
+  # Events the caller owns (stack; heap freed and scribbled after each
+  # notify) are recorded by value.
+  xrun c caller-events
+  rc=$?
+  [ "$rc" = 0 ] || fail "exit $rc: $(cat c.err)"
+  check c/trace.perfetto-trace --slices $((2 * pairs)) --name stack_event=$pairs --name heap_event=$pairs
+  ;;
+signal-notify)
+  # Notifications from a signal handler while the program mallocs.
+  xrun s signal-notify
+  rc=$?
+  [ "$rc" = 0 ] || fail "exit $rc: $(cat s.err)"
+  ticks=$(sed -n 's/^ticks \([0-9]*\) .*/\1/p' s.out)
+  [ -n "$ticks" ] && [ "$ticks" -gt 100 ] || fail "too few ticks: $(cat s.out)"
+  check s/trace.perfetto-trace --name tick="$ticks" --instants "$ticks"
+  ;;
+atexit)
+  # Events from an atexit handler registered before tracing started, and
+  # from a destructor: all of them under xptrace (it finishes after the
+  # program), the atexit ones when the program finishes its own trace.
+  xrun a atexit
+  [ $? = 0 ] || fail "exit: $(cat a.err)"
+  check a/trace.perfetto-trace --name work=1 --name late=$pairs --name dtor=$pairs
+  direct d atexit
+  [ $? = 0 ] || fail "direct exit: $(cat d.err)"
+  check d/trace.perfetto-trace --name work=1 --name late=$pairs
+  ;;
+ring-fair)
+  # 16 threads in a 256K ring: every thread keeps its newest events.
+  timeout -k 5 60 "$xptrace" run -c perfetto -o r --buffer-policy ring --buffer-size 256K -- \
+      "$workload" threads 16 >r.out 2>r.err || fail "run: $(cat r.err)"
+  python3 "$checker" proto "$proto" r/trace.perfetto-trace --total $((16 * 2 * pairs)) \
+      --threads 16 || fail "ring: not every thread kept: $(cat r.err)"
+  ;;
+churn)
+  # Many short threads: per-thread state is reused, memory stays bounded.
+  n=${XPT_CHURN_THREADS:-20000}
+  base=$(env XPTI_TRACE_ENABLE=0 "$workload" churn "$n" | sed -n 's/^maxrss_kib //p')
+  xrun ch churn "$n"
+  [ $? = 0 ] || fail "exit: $(cat ch.err)"
+  rss=$(sed -n 's/^maxrss_kib //p' ch.out)
+  echo "churn: $n threads, peak RSS ${rss} KiB traced, ${base} KiB untraced"
+  [ "$rss" -lt $((base + 32768)) ] || fail "peak RSS $rss KiB, untraced $base KiB: not bounded"
+  check ch/trace.perfetto-trace --slices $((n + 1))
+  ;;
+disk-full)
+  # A full file system: events that cannot be recorded are counted, the
+  # trace is complete or absent (never cut), and what went wrong is said.
+  if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root to mount a small tmpfs"; exit 0; fi
+  mkdir -p small
+  mount -t tmpfs -o size=1m tmpfs small 2>/dev/null || { echo "SKIP: cannot mount tmpfs"; exit 0; }
+  trap 'umount "$PWD/small"' EXIT
+  timeout -k 5 60 "$xptrace" run -c perfetto -o small/out -- "$workload" threads 8 8000 >f.out 2>f.err
+  rc=$?
+  [ "$rc" = 0 ] || fail "exit $rc: $(cat f.err)"
+  cat f.err
+  if [ -e small/out/trace.perfetto-trace ]; then
+    python3 "$checker" proto "$proto" small/out/trace.perfetto-trace --total $((8 * 2 * 8000)) \
+        --min-dropped 1 || fail "trace cut or drops not counted"
+    grep -q "dropped [0-9]* events (the disk was full)" f.err || fail "the full disk is not said"
+  else
+    grep -q "cannot write the trace.*the recording is kept" f.err || fail "no trace and no reason"
+    ls small/out/events*.xprec >/dev/null 2>&1 || fail "the recording was not kept"
+  fi
+  ;;
+*)
+  fail "unknown case"
+  ;;
+esac
+echo PASS
