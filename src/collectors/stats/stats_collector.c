@@ -2,11 +2,14 @@
  * of begin/end durations, plus counts of single-point events.
  *
  * Recording is per thread and lock-free across threads: each thread owns
- * a table of rows and a stack of open begins, guarded by a spin flag that
- * only the report (at exit or on a fatal signal) ever contends.  The
- * report merges every thread's rows by name. */
-#include <errno.h>
+ * a table of rows and a stack of open begins, guarded by a flag that
+ * only the report ever contends.  When a thread ends, its rows are merged
+ * by name into the aggregate of ended threads and its state is kept for
+ * the next new thread: memory follows the threads alive, not the threads
+ * there were.  The report (stats_report.c) merges the aggregate and the
+ * live threads' rows. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,24 +18,10 @@
 
 #include <xpti/xpti_trace_framework.h>
 
-#include "stats_hist.h"
+#include "stats_internal.h"
 #include "xptrace/xptrace_protocol.h"
-#include "xpt_collector.h"
 
-/* ---- per-thread recording ---------------------------------------------------- */
-
-typedef struct stats_row {
-  const char *name; /* stable: the framework's payload copy or an interned copy */
-  uint16_t type;    /* begin type for begin/end pairs; the type for single points */
-  uint8_t stream;
-  uint64_t count; /* matched pairs, or occurrences of a single point */
-  uint64_t total;
-  uint64_t self;
-  uint64_t min;
-  uint64_t max;
-  uint64_t unmatched_ends;
-  stats_hist_t hist;
-} stats_row_t;
+/* ---- per-thread state ---------------------------------------------------------- */
 
 typedef struct stats_frame {
   const void *ident; /* the event, or the name when there is none */
@@ -42,9 +31,15 @@ typedef struct stats_frame {
   uint16_t type;
 } stats_frame_t;
 
+/* Who holds a thread's state: its thread (recording, or reporting), or
+ * the report running on another thread. */
+enum { STATS_FREE, STATS_OWNER, STATS_READER };
+
 typedef struct stats_thread {
-  _Atomic uint32_t busy; /* held by the owner while recording, by the report while reading */
-  struct stats_thread *next;
+  _Atomic uint32_t busy;
+  bool live;                      /* a thread's now (else free, or a parent's thread's) */
+  struct stats_thread *next;      /* every state made: never freed */
+  struct stats_thread *next_free; /* states of ended threads, for new ones */
   stats_row_t *rows;
   uint32_t nrows, rows_cap;
   uint32_t *slots; /* open addressing: row index + 1; 0 = empty */
@@ -56,37 +51,87 @@ typedef struct stats_thread {
   uint64_t dropped; /* events lost to a failed allocation */
 } stats_thread_t;
 
-/* The xptrace timed-slice type (0 until a stream is initialised). */
-static _Atomic uint16_t stats_timed_type;
+/* First tables of a state; tables larger than the KEEP sizes are not kept
+ * for the next thread. */
+enum { STATS_ROWS0 = 32, STATS_STACK0 = 16, STATS_KEEP_ROWS = 256, STATS_KEEP_STACK = 1024 };
+
+_Atomic uint16_t stats_timed_type;
 static __thread stats_thread_t *stats_tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t stats_key;
+static bool stats_key_ok;
+
+/* Events not recorded: from a signal handler that interrupted its thread
+ * inside the record path (or while its state is made or retired), or
+ * while a report held the state too long.  Atomic: handlers add to it. */
+static _Atomic uint64_t stats_lost;
+
+/* Stands for a thread's state while it is made or retired: always held,
+ * so that a signal handler's event then is counted, never waited for. */
+static stats_thread_t stats_changing = {.busy = STATS_OWNER};
 
 static struct {
-  pthread_mutex_t lock; /* thread list and report; never taken per event */
+  pthread_mutex_t lock; /* lists, aggregate and report; never taken per event */
   stats_thread_t *threads;
-  uint64_t reported_events; /* events covered by the last table printed */
-  bool reported;
-} stats_global = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  stats_thread_t *free;
+  stats_table_t ended; /* rows of the threads that ended; owns its names */
+  unsigned ended_threads;
+} stats_global = {.lock = PTHREAD_MUTEX_INITIALIZER, .ended = {.owns_names = true}};
 
-static stats_thread_t *stats_thread_create(void) {
-  stats_thread_t *t = calloc(1, sizeof *t);
-  if (!t)
-    return NULL;
+static void stats_thread_exit(void *p);
+
+static stats_thread_t *stats_thread_new(void) {
+  stats_tls = &stats_changing;
   pthread_mutex_lock(&stats_global.lock);
-  t->next = stats_global.threads;
-  stats_global.threads = t;
+  stats_thread_t *t = stats_global.free;
+  if (t) {
+    stats_global.free = t->next_free;
+  } else if ((t = calloc(1, sizeof *t))) {
+    t->next = stats_global.threads;
+    stats_global.threads = t;
+  }
+  if (t)
+    t->live = true;
   pthread_mutex_unlock(&stats_global.lock);
   stats_tls = t;
+  if (t && stats_key_ok)
+    pthread_setspecific(stats_key, t);
   return t;
 }
 
-static void stats_thread_lock(stats_thread_t *t) {
-  while (atomic_exchange_explicit(&t->busy, 1, memory_order_acquire))
-    ;
+/* Never waits for itself: held by its owner means this thread was
+ * interrupted inside the record path (a signal handler), and the event
+ * is only counted.  The report holds a state briefly: wait, boundedly. */
+static bool stats_thread_enter(stats_thread_t *t) {
+  for (unsigned n = 0;; ++n) {
+    uint32_t held = STATS_FREE;
+    if (atomic_compare_exchange_weak_explicit(&t->busy, &held, STATS_OWNER, memory_order_acquire,
+                                              memory_order_relaxed))
+      return true;
+    if (held == STATS_OWNER || n == 10000)
+      return false;
+    if (held != STATS_FREE)
+      sched_yield();
+  }
 }
 
-static void stats_thread_unlock(stats_thread_t *t) {
-  atomic_store_explicit(&t->busy, 0, memory_order_release);
+static void stats_thread_leave(stats_thread_t *t) {
+  atomic_store_explicit(&t->busy, STATS_FREE, memory_order_release);
 }
+
+static bool stats_slots_grow(stats_thread_t *t);
+
+/* Made before the first event: a thread's first rows need no malloc
+ * (its first event may come from a signal handler). */
+static void stats_thread_tables(stats_thread_t *t) {
+  if ((t->rows = malloc(STATS_ROWS0 * sizeof *t->rows)))
+    t->rows_cap = STATS_ROWS0;
+  if (!t->stack && (t->stack = malloc(STATS_STACK0 * sizeof *t->stack)))
+    t->stack_cap = STATS_STACK0;
+  if (t->slots_cap == 0)
+    stats_slots_grow(t);
+}
+
+/* ---- recording -------------------------------------------------------------------- */
 
 static uint64_t stats_hash_ptr(uintptr_t p, uint16_t type, uint8_t stream) {
   uint64_t h = (uint64_t)p ^ ((uint64_t)type << 48) ^ ((uint64_t)stream << 40);
@@ -176,47 +221,6 @@ static const char *stats_intern_name(stats_thread_t *t, const char *name) {
   return copy;
 }
 
-/* Begin/end pairs: the predefined ones and every user-defined type of a
- * tool (even = begin, odd = end). */
-static bool stats_type_is_pair(uint16_t type) {
-  if (type & XPTI_TRACE_USER_DEFINED)
-    return XPTI_TOOL_ID(type) != 0;
-  switch (type & ~1u) {
-  case XPTI_TRACE_REGION_BEGIN:
-  case XPTI_TRACE_TASK_BEGIN:
-  case XPTI_TRACE_BARRIER_BEGIN:
-  case XPTI_TRACE_LOCK_BEGIN:
-  case XPTI_TRACE_TRANSFER_BEGIN:
-  case XPTI_TRACE_THREAD_BEGIN:
-  case XPTI_TRACE_WAIT_BEGIN:
-  case XPTI_TRACE_FUNCTION_BEGIN:
-  case XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN:
-  case XPTI_TRACE_MEM_ALLOC_BEGIN:
-  case XPTI_TRACE_MEM_RELEASE_BEGIN:
-    return true;
-  default:
-    return false;
-  }
-}
-
-static bool stats_type_is_known_point(uint16_t type) {
-  switch (type) {
-  case XPTI_TRACE_GRAPH_CREATE:
-  case XPTI_TRACE_NODE_CREATE:
-  case XPTI_TRACE_EDGE_CREATE:
-  case XPTI_TRACE_SIGNAL:
-  case XPTI_TRACE_METADATA:
-  case XPTI_TRACE_DIAGNOSTICS:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/* Single points: the predefined ones, and any type that is neither a
- * predefined type nor a tool's (counted, as "type_<value>"). */
-static bool stats_type_is_point(uint16_t type) { return !stats_type_is_pair(type); }
-
 static const char *stats_event_name(stats_thread_t *t, uint16_t type,
                                     const xpti_trace_event_data_t *event, const void *user_data) {
   if (event) {
@@ -297,12 +301,15 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
                          const void *user_data) {
   uint64_t now = xpt_now_ns();
   stats_thread_t *t = stats_tls;
-  if (!t && !(t = stats_thread_create()))
+  if ((!t && !(t = stats_thread_new())) || !stats_thread_enter(t)) {
+    atomic_fetch_add_explicit(&stats_lost, 1, memory_order_relaxed);
     return;
-  stats_thread_lock(t);
+  }
+  if (t->rows_cap == 0)
+    stats_thread_tables(t);
   if (type == stats_timed_type && user_data) {
     stats_timed_slice(t, stream, type, event, user_data);
-    stats_thread_unlock(t);
+    stats_thread_leave(t);
     return;
   }
   const char *name = stats_event_name(t, type, event, user_data);
@@ -322,7 +329,7 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   } else {
     stats_end(t, stream, (uint16_t)(type & ~1u), name, event ? (const void *)event : name, now);
   }
-  stats_thread_unlock(t);
+  stats_thread_leave(t);
 }
 
 /* The stream-wide callback: every type of the stream, with its id. */
@@ -334,81 +341,72 @@ static void stats_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   stats_record(stream, type, event, user_data);
 }
 
-/* ---- report -------------------------------------------------------------------- */
+/* ---- ended threads and the report ----------------------------------------------- */
 
-typedef struct stats_merged {
-  const char *name;
-  uint16_t type;
-  uint8_t stream;
-  uint64_t count, total, self, min, max, unmatched_ends, unclosed;
-  uint64_t p50, p95, p99;
-  stats_hist_t hist;
-} stats_merged_t;
-
-typedef struct stats_report {
-  stats_merged_t *rows;
-  size_t nrows, cap;
-  size_t *slots; /* index + 1 */
-  size_t slots_cap;
-  uint64_t dropped;
-  unsigned threads;
-} stats_report_t;
-
-static uint64_t stats_hash_str(const char *s, uint16_t type, uint8_t stream) {
-  uint64_t h = UINT64_C(1469598103934665603) ^ type ^ ((uint64_t)stream << 16);
-  for (; *s; ++s)
-    h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-  return h;
+/* Rows, open begins (unclosed) and drops of t into tab. */
+static void stats_thread_merge(stats_table_t *tab, const stats_thread_t *t) {
+  for (uint32_t r = 0; r < t->nrows; ++r)
+    stats_table_add(tab, &t->rows[r]);
+  for (uint32_t d = 0; d < t->depth; ++d) {
+    const stats_row_t *row = &t->rows[t->stack[d].row];
+    stats_row_t *m = stats_table_row(tab, row->stream, row->type, row->name);
+    if (m)
+      ++m->unclosed;
+    else
+      ++tab->dropped;
+  }
+  tab->dropped += t->dropped;
 }
 
-static stats_merged_t *stats_report_row(stats_report_t *rep, uint8_t stream, uint16_t type,
-                                        const char *name) {
-  if ((rep->nrows + 1) * 2 > rep->slots_cap) {
-    size_t cap = rep->slots_cap ? rep->slots_cap * 2 : 256;
-    size_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-      return NULL;
-    for (size_t r = 0; r < rep->nrows; ++r) {
-      const stats_merged_t *m = &rep->rows[r];
-      size_t i = (size_t)stats_hash_str(m->name, m->type, m->stream) & (cap - 1);
-      while (slots[i])
-        i = (i + 1) & (cap - 1);
-      slots[i] = r + 1;
-    }
-    free(rep->slots);
-    rep->slots = slots;
-    rep->slots_cap = cap;
+/* Empties a state for the next thread, keeping tables of usual size. */
+static void stats_thread_reset(stats_thread_t *t) {
+  for (uint32_t r = 0; r < t->nrows; ++r)
+    stats_hist_free(&t->rows[r].hist);
+  for (uint32_t i = 0; i < t->nnames; ++i)
+    free(t->names[i]);
+  t->nrows = t->depth = t->nnames = 0;
+  t->dropped = 0;
+  if (t->rows_cap > STATS_KEEP_ROWS) {
+    free(t->rows);
+    free(t->slots);
+    t->rows = NULL;
+    t->slots = NULL;
+    t->rows_cap = t->slots_cap = 0;
+  } else if (t->slots) {
+    memset(t->slots, 0, t->slots_cap * sizeof *t->slots);
   }
-  size_t i = (size_t)stats_hash_str(name, type, stream) & (rep->slots_cap - 1);
-  for (; rep->slots[i]; i = (i + 1) & (rep->slots_cap - 1)) {
-    stats_merged_t *m = &rep->rows[rep->slots[i] - 1];
-    if (m->type == type && m->stream == stream && strcmp(m->name, name) == 0)
-      return m;
+  if (t->stack_cap > STATS_KEEP_STACK) {
+    free(t->stack);
+    t->stack = NULL;
+    t->stack_cap = 0;
   }
-  if (rep->nrows == rep->cap) {
-    size_t cap = rep->cap ? rep->cap * 2 : 64;
-    stats_merged_t *rows = realloc(rep->rows, cap * sizeof *rows);
-    if (!rows)
-      return NULL;
-    rep->rows = rows;
-    rep->cap = cap;
-  }
-  stats_merged_t *m = &rep->rows[rep->nrows];
-  memset(m, 0, sizeof *m);
-  m->name = name;
-  m->type = type;
-  m->stream = stream;
-  m->min = UINT64_MAX;
-  rep->slots[i] = ++rep->nrows;
-  return m;
 }
 
-/* Wait a little for a thread that is recording; a thread stopped by the
- * signal being handled will never let go, so read it anyway then. */
-static bool stats_thread_lock_for_report(stats_thread_t *t) {
+/* Thread exit (the key's destructor).  The lock keeps the report out;
+ * a signal handler's event meanwhile is counted (stats_changing).  An
+ * event from a later destructor makes a new state. */
+static void stats_thread_exit(void *p) {
+  stats_thread_t *t = p;
+  stats_tls = &stats_changing;
+  pthread_mutex_lock(&stats_global.lock);
+  stats_thread_merge(&stats_global.ended, t);
+  ++stats_global.ended_threads;
+  stats_thread_reset(t);
+  t->live = false;
+  t->next_free = stats_global.free;
+  stats_global.free = t;
+  pthread_mutex_unlock(&stats_global.lock);
+  stats_tls = NULL;
+}
+
+/* Another thread's state, held for reading: wait a little for a thread
+ * that is recording; one that never lets go is left out.  Its own, as
+ * owner: a signal handler then counts its event rather than waits. */
+static bool stats_thread_hold(stats_thread_t *t) {
+  uint32_t as = t == stats_tls ? STATS_OWNER : STATS_READER;
   for (int tries = 0; tries < 2000; ++tries) {
-    uint32_t expected = 0;
-    if (atomic_compare_exchange_strong_explicit(&t->busy, &expected, 1, memory_order_acquire,
+    uint32_t expected = STATS_FREE;
+    if (atomic_compare_exchange_strong_explicit(&t->busy, &expected, as, memory_order_acquire,
                                                 memory_order_relaxed))
       return true;
     struct timespec pause = {0, 50000};
@@ -417,332 +415,10 @@ static bool stats_thread_lock_for_report(stats_thread_t *t) {
   return false;
 }
 
-static void stats_merge_thread(stats_report_t *rep, stats_thread_t *t) {
-  bool locked = stats_thread_lock_for_report(t);
-  for (uint32_t r = 0; r < t->nrows; ++r) {
-    const stats_row_t *row = &t->rows[r];
-    stats_merged_t *m = stats_report_row(rep, row->stream, row->type, row->name);
-    if (!m) {
-      rep->dropped += row->count;
-      continue;
-    }
-    m->count += row->count;
-    m->total += row->total;
-    m->self += row->self;
-    m->unmatched_ends += row->unmatched_ends;
-    if (row->min < m->min)
-      m->min = row->min;
-    if (row->max > m->max)
-      m->max = row->max;
-    if (!stats_hist_merge(&m->hist, &row->hist))
-      rep->dropped += row->count;
-  }
-  for (uint32_t d = 0; d < t->depth; ++d) {
-    const stats_row_t *row = &t->rows[t->stack[d].row];
-    stats_merged_t *m = stats_report_row(rep, row->stream, row->type, row->name);
-    if (m)
-      ++m->unclosed;
-  }
-  rep->dropped += t->dropped;
-  if (locked)
-    stats_thread_unlock(t);
-}
-
-static int stats_row_order(const void *a, const void *b) {
-  const stats_merged_t *x = a, *y = b;
-  bool xp = stats_type_is_point(x->type), yp = stats_type_is_point(y->type);
-  if (xp != yp)
-    return xp ? 1 : -1;
-  if (x->total != y->total)
-    return x->total > y->total ? -1 : 1;
-  if (x->count != y->count)
-    return x->count > y->count ? -1 : 1;
-  int c = strcmp(x->name, y->name);
-  return c ? c : (int)x->type - (int)y->type;
-}
-
-static const char *stats_kind(uint16_t type) {
-  switch (type) {
-  case XPTI_TRACE_GRAPH_CREATE: return "graph";
-  case XPTI_TRACE_NODE_CREATE: return "node";
-  case XPTI_TRACE_EDGE_CREATE: return "edge";
-  default: return stats_type_is_point(type) ? "instant" : "span";
-  }
-}
-
-/* "task" for the task_begin/task_end pair; the point's own name otherwise. */
-static const char *stats_type_label(uint16_t type, char *buf, size_t len) {
-  if (type == stats_timed_type) {
-    snprintf(buf, len, "timed"); /* device work reported afterwards */
-  } else if (stats_type_is_pair(type)) {
-    xpt_trace_type_name(type, buf, len);
-    size_t n = strlen(buf);
-    if (n > 6 && strcmp(buf + n - 6, "_begin") == 0)
-      buf[n - 6] = '\0';
-  } else if (stats_type_is_known_point(type)) {
-    xpt_trace_type_name(type, buf, len);
-  } else {
-    snprintf(buf, len, "type_%u", (unsigned)type);
-  }
-  return buf;
-}
-
-static const char *stats_stream_name(uint8_t stream, char *buf, size_t len) {
-  const char *name = xptiLookupStreamName(stream);
-  if (name)
-    return name;
-  snprintf(buf, len, "stream%u", (unsigned)stream);
-  return buf;
-}
-
-/* Human-readable duration: three or four significant digits. */
-static const char *stats_fmt_ns(uint64_t ns, char *buf, size_t len) {
-  if (ns < 1000)
-    snprintf(buf, len, "%lluns", (unsigned long long)ns);
-  else if (ns < 1000000)
-    snprintf(buf, len, "%.2fus", (double)ns / 1e3);
-  else if (ns < UINT64_C(1000000000))
-    snprintf(buf, len, "%.2fms", (double)ns / 1e6);
-  else
-    snprintf(buf, len, "%.2fs", (double)ns / 1e9);
-  return buf;
-}
-
-static void stats_csv_field(FILE *f, const char *s) {
-  if (!strpbrk(s, ",\"\n\r")) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; ++s) {
-    if (*s == '"')
-      fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
-static void stats_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
-static uint64_t stats_mean(const stats_merged_t *m) {
-  return m->count ? (m->total + m->count / 2) / m->count : 0;
-}
-
-static bool stats_write_csv(const char *dir, const stats_report_t *rep) {
-  char path[4096];
-  FILE *f = xpt_create_stream(dir, "stats.csv", path, sizeof path);
-  if (!f) {
-    xpt_msg("xpti: cannot write '%s': %s", path, strerror(errno));
-    return false;
-  }
-  fputs("stream,type,name,kind,count,total_ns,self_ns,mean_ns,min_ns,max_ns,p50_ns,p95_ns,"
-        "p99_ns,unmatched_ends,unclosed_begins\n",
-        f);
-  char sbuf[32], tbuf[96];
-  for (size_t r = 0; r < rep->nrows; ++r) {
-    const stats_merged_t *m = &rep->rows[r];
-    stats_csv_field(f, stats_stream_name(m->stream, sbuf, sizeof sbuf));
-    fputc(',', f);
-    stats_csv_field(f, stats_type_label(m->type, tbuf, sizeof tbuf));
-    fputc(',', f);
-    stats_csv_field(f, m->name);
-    fprintf(f, ",%s,%llu", stats_kind(m->type), (unsigned long long)m->count);
-    if (stats_type_is_point(m->type) || m->count == 0)
-      fputs(",,,,,,,,", f);
-    else
-      fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)m->total,
-              (unsigned long long)m->self, (unsigned long long)stats_mean(m),
-              (unsigned long long)m->min, (unsigned long long)m->max,
-              (unsigned long long)m->p50, (unsigned long long)m->p95,
-              (unsigned long long)m->p99);
-    fprintf(f, ",%llu,%llu\n", (unsigned long long)m->unmatched_ends,
-            (unsigned long long)m->unclosed);
-  }
-  bool ok = !ferror(f);
-  if (fclose(f) != 0 || !ok) {
-    xpt_msg("xpti: cannot write '%s'", path);
-    return false;
-  }
-  return true;
-}
-
-typedef struct stats_totals {
-  uint64_t spans, total, self, instants, nodes, edges, graphs, unmatched, unclosed;
-} stats_totals_t;
-
-static stats_totals_t stats_sum(const stats_report_t *rep) {
-  stats_totals_t s = {0};
-  for (size_t r = 0; r < rep->nrows; ++r) {
-    const stats_merged_t *m = &rep->rows[r];
-    s.unmatched += m->unmatched_ends;
-    s.unclosed += m->unclosed;
-    switch (m->type) {
-    case XPTI_TRACE_GRAPH_CREATE: s.graphs += m->count; break;
-    case XPTI_TRACE_NODE_CREATE: s.nodes += m->count; break;
-    case XPTI_TRACE_EDGE_CREATE: s.edges += m->count; break;
-    default:
-      if (stats_type_is_point(m->type)) {
-        s.instants += m->count;
-      } else {
-        s.spans += m->count;
-        s.total += m->total;
-        s.self += m->self;
-      }
-    }
-  }
-  return s;
-}
-
-static bool stats_write_json(const char *dir, const stats_report_t *rep,
-                             const stats_totals_t *s) {
-  char path[4096];
-  FILE *f = xpt_create_stream(dir, "stats.json", path, sizeof path);
-  if (!f) {
-    xpt_msg("xpti: cannot write '%s': %s", path, strerror(errno));
-    return false;
-  }
-  fputs("{\n  \"program\": ", f);
-  stats_json_string(f, xpt_program_name());
-  fprintf(f, ",\n  \"threads\": %u,\n  \"percentile_relative_error\": %.6f,\n  \"rows\": [",
-          rep->threads, STATS_HIST_RELATIVE_ERROR);
-  char sbuf[32], tbuf[96];
-  for (size_t r = 0; r < rep->nrows; ++r) {
-    const stats_merged_t *m = &rep->rows[r];
-    fputs(r ? ",\n    {\"stream\": " : "\n    {\"stream\": ", f);
-    stats_json_string(f, stats_stream_name(m->stream, sbuf, sizeof sbuf));
-    fputs(", \"type\": ", f);
-    stats_json_string(f, stats_type_label(m->type, tbuf, sizeof tbuf));
-    fputs(", \"name\": ", f);
-    stats_json_string(f, m->name);
-    fprintf(f, ", \"kind\": \"%s\", \"count\": %llu", stats_kind(m->type),
-            (unsigned long long)m->count);
-    if (!stats_type_is_point(m->type) && m->count)
-      fprintf(f,
-              ", \"total_ns\": %llu, \"self_ns\": %llu, \"mean_ns\": %llu, \"min_ns\": %llu, "
-              "\"max_ns\": %llu, \"p50_ns\": %llu, \"p95_ns\": %llu, \"p99_ns\": %llu",
-              (unsigned long long)m->total, (unsigned long long)m->self,
-              (unsigned long long)stats_mean(m), (unsigned long long)m->min,
-              (unsigned long long)m->max, (unsigned long long)m->p50,
-              (unsigned long long)m->p95, (unsigned long long)m->p99);
-    fprintf(f, ", \"unmatched_ends\": %llu, \"unclosed_begins\": %llu}",
-            (unsigned long long)m->unmatched_ends, (unsigned long long)m->unclosed);
-  }
-  fprintf(f,
-          "\n  ],\n  \"totals\": {\"spans\": %llu, \"total_ns\": %llu, \"self_ns\": %llu, "
-          "\"instants\": %llu, \"graphs\": %llu, \"nodes\": %llu, \"edges\": %llu, "
-          "\"unmatched_ends\": %llu, \"unclosed_begins\": %llu, \"dropped\": %llu}\n}\n",
-          (unsigned long long)s->spans, (unsigned long long)s->total,
-          (unsigned long long)s->self, (unsigned long long)s->instants,
-          (unsigned long long)s->graphs, (unsigned long long)s->nodes,
-          (unsigned long long)s->edges, (unsigned long long)s->unmatched,
-          (unsigned long long)s->unclosed, (unsigned long long)rep->dropped);
-  bool ok = !ferror(f);
-  if (fclose(f) != 0 || !ok) {
-    xpt_msg("xpti: cannot write '%s'", path);
-    return false;
-  }
-  return true;
-}
-
-enum { STATS_TABLE_ROWS = 20, STATS_NAME_MAX = 40 };
-
-static bool stats_in_table(const stats_merged_t *m) {
-  return !stats_type_is_point(m->type) && m->count > 0;
-}
-
-/* Rows are sorted: the table is the first STATS_TABLE_ROWS span rows. */
-static void stats_print_table(FILE *out, const stats_report_t *rep, const stats_totals_t *s,
-                              const char *dir) {
-  char sbuf[32], tbuf[96], b[9][24];
-  int name_w = 5, stream_w = 6, type_w = 4;
-  size_t spans = 0;
-  for (size_t r = 0; r < rep->nrows; ++r) {
-    const stats_merged_t *m = &rep->rows[r];
-    if (!stats_in_table(m) || spans++ >= STATS_TABLE_ROWS)
-      continue;
-    int n = (int)strlen(m->name);
-    name_w = n > name_w ? (n > STATS_NAME_MAX ? STATS_NAME_MAX : n) : name_w;
-    n = (int)strlen(stats_stream_name(m->stream, sbuf, sizeof sbuf));
-    stream_w = n > stream_w ? n : stream_w;
-    n = (int)strlen(stats_type_label(m->type, tbuf, sizeof tbuf));
-    type_w = n > type_w ? n : type_w;
-  }
-  fprintf(out, "xptrace stats: %s, %u thread(s); times of begin/end pairs, "
-               "percentiles within %.1f%%\n",
-          xpt_program_name(), rep->threads, 100.0 * STATS_HIST_RELATIVE_ERROR);
-  fprintf(out, "%-*s  %-*s  %-*s %9s %10s %10s %10s %10s %10s %10s %10s %10s\n", name_w, "name",
-          stream_w, "stream", type_w, "type", "count", "total", "self", "mean", "min", "max",
-          "p50", "p95", "p99");
-  size_t shown = 0;
-  for (size_t r = 0; r < rep->nrows && shown < STATS_TABLE_ROWS; ++r) {
-    const stats_merged_t *m = &rep->rows[r];
-    if (!stats_in_table(m))
-      continue;
-    ++shown;
-    char name[STATS_NAME_MAX + 1];
-    if (strlen(m->name) > STATS_NAME_MAX)
-      snprintf(name, sizeof name, "%.*s...", STATS_NAME_MAX - 3, m->name);
-    else
-      snprintf(name, sizeof name, "%s", m->name);
-    fprintf(out, "%-*s  %-*s  %-*s %9llu %10s %10s %10s %10s %10s %10s %10s %10s\n", name_w,
-            name, stream_w, stats_stream_name(m->stream, sbuf, sizeof sbuf), type_w,
-            stats_type_label(m->type, tbuf, sizeof tbuf), (unsigned long long)m->count,
-            stats_fmt_ns(m->total, b[0], sizeof b[0]), stats_fmt_ns(m->self, b[1], sizeof b[1]),
-            stats_fmt_ns(stats_mean(m), b[2], sizeof b[2]),
-            stats_fmt_ns(m->min, b[3], sizeof b[3]), stats_fmt_ns(m->max, b[4], sizeof b[4]),
-            stats_fmt_ns(m->p50, b[5], sizeof b[5]), stats_fmt_ns(m->p95, b[6], sizeof b[6]),
-            stats_fmt_ns(m->p99, b[7], sizeof b[7]));
-  }
-  if (spans > shown)
-    fprintf(out, "... %zu more row(s) in stats.csv\n", spans - shown);
-  fprintf(out, "%-*s  %-*s  %-*s %9llu %10s %10s\n", name_w, "total", stream_w, "", type_w, "",
-          (unsigned long long)s->spans, stats_fmt_ns(s->total, b[0], sizeof b[0]),
-          stats_fmt_ns(s->self, b[1], sizeof b[1]));
-  fprintf(out,
-          "instants %llu, graphs %llu, nodes %llu, edges %llu, unmatched ends %llu, "
-          "unclosed begins %llu, dropped %llu\n",
-          (unsigned long long)s->instants, (unsigned long long)s->graphs,
-          (unsigned long long)s->nodes, (unsigned long long)s->edges,
-          (unsigned long long)s->unmatched, (unsigned long long)s->unclosed,
-          (unsigned long long)rep->dropped);
-  if (dir)
-    fprintf(out, "xptrace stats: every row in %s/stats.csv and stats.json\n", dir);
-}
-
-/* Through the standard error the program had at start (never fd 2 as
- * it is now: a trace file may have taken it); nothing if there was none. */
-static void stats_print_to_stderr(const stats_report_t *rep, const stats_totals_t *s,
-                                  const char *dir) {
-  if (xpt_msg_fd() < 0)
-    return;
-  char *text = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  if (!out)
-    return;
-  stats_print_table(out, rep, s, dir);
-  if (fclose(out) == 0)
-    xpt_msg_write(text, len);
-  free(text);
-}
-
-/* A fatal signal may interrupt a thread that holds the lock (while it
- * registers itself): give up waiting after a while.  The list is only
- * ever prepended to, so walking it unlocked is safe. */
+/* Bounded: exit() from a signal handler that interrupted this thread
+ * while it held the lock must not hang the process. */
 static bool stats_global_lock_for_report(void) {
-  for (int tries = 0; tries < 2000; ++tries) {
+  for (int tries = 0; tries < 20000; ++tries) {
     if (pthread_mutex_trylock(&stats_global.lock) == 0)
       return true;
     struct timespec pause = {0, 50000};
@@ -752,65 +428,60 @@ static bool stats_global_lock_for_report(void) {
 }
 
 static void stats_report(void) {
-  stats_report_t rep = {0};
-  bool locked = stats_global_lock_for_report();
-  for (stats_thread_t *t = stats_global.threads; t; t = t->next) {
-    stats_merge_thread(&rep, t);
-    ++rep.threads;
+  if (!stats_global_lock_for_report()) {
+    xpt_msg("xpti: statistics not reported: the collector's lock stayed held");
+    return;
   }
-  for (size_t r = 0; r < rep.nrows; ++r) {
-    stats_merged_t *m = &rep.rows[r];
-    if (m->count == 0 || stats_type_is_point(m->type)) {
-      m->min = 0;
+  stats_table_t rep = {0};
+  const stats_table_t *ended = &stats_global.ended;
+  for (size_t r = 0; r < ended->nrows; ++r)
+    stats_table_add(&rep, &ended->rows[r]);
+  rep.dropped += ended->dropped;
+  rep.threads = stats_global.ended_threads;
+  unsigned left_out = 0;
+  for (stats_thread_t *t = stats_global.threads; t; t = t->next) {
+    if (!t->live)
+      continue;
+    ++rep.threads;
+    if (!stats_thread_hold(t)) {
+      ++left_out;
       continue;
     }
-    m->p50 = stats_hist_quantile(&m->hist, m->count, 0.50);
-    m->p95 = stats_hist_quantile(&m->hist, m->count, 0.95);
-    m->p99 = stats_hist_quantile(&m->hist, m->count, 0.99);
-    /* Bucket midpoints may fall outside what was seen. */
-    uint64_t *p[3] = {&m->p50, &m->p95, &m->p99};
-    for (int i = 0; i < 3; ++i) {
-      if (*p[i] < m->min)
-        *p[i] = m->min;
-      if (*p[i] > m->max)
-        *p[i] = m->max;
-    }
+    stats_thread_merge(&rep, t);
+    stats_thread_leave(t);
   }
-  qsort(rep.rows, rep.nrows, sizeof *rep.rows, stats_row_order);
-  stats_totals_t sum = stats_sum(&rep);
-  uint64_t events = sum.spans + sum.instants + sum.graphs + sum.nodes + sum.edges +
-                    sum.unmatched + sum.unclosed;
-  const char *dir = xpt_output_dir();
-  bool written = dir && stats_write_csv(dir, &rep) && stats_write_json(dir, &rep, &sum);
-  /* The table once, unless more was recorded since. */
-  if (!stats_global.reported || events != stats_global.reported_events)
-    stats_print_to_stderr(&rep, &sum, written ? dir : NULL);
-  stats_global.reported = true;
-  stats_global.reported_events = events;
-  if (locked)
-    pthread_mutex_unlock(&stats_global.lock);
-  for (size_t r = 0; r < rep.nrows; ++r)
-    stats_hist_free(&rep.rows[r].hist);
-  free(rep.rows);
-  free(rep.slots);
+  rep.dropped += atomic_load_explicit(&stats_lost, memory_order_relaxed);
+  /* Names of live threads' rows stay valid while the lock is held. */
+  stats_report_write(&rep);
+  pthread_mutex_unlock(&stats_global.lock);
+  stats_table_free(&rep);
+  if (left_out)
+    xpt_msg("xpti: statistics leave out %u thread(s) that stayed busy recording", left_out);
 }
 
-/* In a forked child the parent's numbers are the parent's to report. */
+/* In a forked child the parent's numbers are the parent's to report.
+ * Other threads' states (possibly mid-update) and the aggregate are
+ * abandoned, never touched. */
 static void stats_forget_parent(void) {
   stats_thread_t *self = stats_tls;
-  for (stats_thread_t *t = stats_global.threads; t; t = t->next) {
-    atomic_store(&t->busy, 0);
-    for (uint32_t r = 0; r < t->nrows; ++r) {
-      stats_row_t *row = &t->rows[r];
+  stats_global.free = NULL;
+  stats_global.ended = (stats_table_t){.owns_names = true};
+  stats_global.ended_threads = 0;
+  atomic_store(&stats_lost, 0);
+  for (stats_thread_t *t = stats_global.threads; t; t = t->next)
+    if (t != self)
+      t->live = false;
+  if (self && self != &stats_changing) {
+    atomic_store(&self->busy, STATS_FREE);
+    for (uint32_t r = 0; r < self->nrows; ++r) {
+      stats_row_t *row = &self->rows[r];
       row->count = row->total = row->self = row->max = row->unmatched_ends = 0;
       row->min = UINT64_MAX;
       stats_hist_clear(&row->hist);
     }
-    t->dropped = 0;
-    if (t != self)
-      t->depth = 0; /* that thread does not exist here */
+    self->dropped = 0;
   }
-  stats_global.reported = false;
+  stats_report_forget();
 }
 
 static void stats_flush(void *ctx, enum xpt_flush_reason reason) {
@@ -832,7 +503,11 @@ static void stats_flush(void *ctx, enum xpt_flush_reason reason) {
 /* ---- subscriber entry points ----------------------------------------------- */
 
 static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
-static void stats_setup(void) { xpt_register_flush(stats_flush, NULL); }
+static void stats_setup(void) {
+  /* Without the key, states of ended threads are only never reused. */
+  stats_key_ok = pthread_key_create(&stats_key, stats_thread_exit) == 0;
+  xpt_register_flush(stats_flush, NULL);
+}
 
 XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
                                      const char *version, const char *stream_name) {

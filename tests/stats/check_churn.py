@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Issue 8 rows 11 and 7 under the statistics collector (stats_churn.c).
+
+usage: check_churn.py churn PROGRAM THREADS OUTDIR
+         peak RSS traced < untraced + 32 MiB, and every pair of every
+         thread in stats.csv;
+       check_churn.py signal PROGRAM OUTDIR
+         a signal handler's events while its thread records: the program
+         ends, and recorded + dropped = the handler calls.
+The collector comes from the environment (XPTI_FRAMEWORK_DISPATCHER,
+XPTI_SUBSCRIBERS).  A run that takes longer than RUN_LIMIT s is a hang."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+RUN_LIMIT = 50
+SLACK_KB = 32 * 1024
+
+
+def fail(msg):
+    print("check_churn: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(args, enable, out):
+    env = dict(os.environ, XPTI_TRACE_ENABLE=enable, XPTRACE_OUTPUT=out)
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        p = subprocess.run(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=RUN_LIMIT)
+    except subprocess.TimeoutExpired:
+        fail("%s hung (more than %d s)" % (" ".join(args), RUN_LIMIT))
+    if p.returncode != 0:
+        fail("%s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr))
+    values = {}
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        values[key] = int(value)
+    return values
+
+
+def report(out):
+    with open(os.path.join(out, "stats.csv"), newline="") as f:
+        rows = {(r["stream"], r["type"], r["name"]): r for r in csv.DictReader(f)}
+    with open(os.path.join(out, "stats.json")) as f:
+        return rows, json.load(f)
+
+
+def churn(prog, threads, out):
+    plain = run([prog, "churn", str(threads)], "0", out + "-untraced")
+    traced = run([prog, "churn", str(threads)], "1", out)
+    # ru_maxrss may hold the launcher's peak from before exec: VmHWM too.
+    for key in ("maxrss_kb", "vmhwm_kb"):
+        print("check_churn: %d threads, peak RSS (%s) %d KiB untraced, %d KiB traced"
+              % (threads, key, plain[key], traced[key]))
+        if traced[key] >= plain[key] + SLACK_KB:
+            fail("traced peak RSS %d KiB >= untraced %d KiB + 32 MiB (%s)"
+                 % (traced[key], plain[key], key))
+    rows, doc = report(out)
+    row = rows.get(("churn", "task", "churn"))
+    if row is None or int(row["count"]) != threads:
+        fail("churn row: %s, expected count %d" % (row, threads))
+    t = doc["totals"]
+    if t["spans"] != threads or t["dropped"] != 0 or t["unclosed_begins"] != 0:
+        fail("totals %s" % t)
+    if doc["threads"] != threads:
+        fail("threads %d, expected %d" % (doc["threads"], threads))
+
+
+def signal(prog, out):
+    got = run([prog, "signal"], "1", out)
+    calls = got["handler_calls"]
+    rows, doc = report(out)
+    tick = rows.get(("churn", "signal", "tick"))
+    recorded = int(tick["count"]) if tick else 0
+    dropped = doc["totals"]["dropped"]
+    loop = rows.get(("churn", "task", "loop"))
+    print("check_churn: %d handler calls: %d recorded, %d dropped; %d pairs"
+          % (calls, recorded, dropped, got["pairs"]))
+    if calls == 0:
+        fail("the handler never ran")
+    if recorded + dropped != calls:
+        fail("recorded %d + dropped %d != handler calls %d" % (recorded, dropped, calls))
+    if loop is None or int(loop["count"]) != got["pairs"]:
+        fail("loop row %s, expected %d pairs" % (loop, got["pairs"]))
+
+
+def main():
+    a = sys.argv[1:]
+    if len(a) == 4 and a[0] == "churn":
+        churn(a[1], int(a[2]), a[3])
+    elif len(a) == 3 and a[0] == "signal":
+        signal(a[1], a[2])
+    else:
+        fail("usage: check_churn.py churn PROGRAM THREADS OUTDIR | signal PROGRAM OUTDIR")
+    print("check_churn: OK")
+
+
+main()

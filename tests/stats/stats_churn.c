@@ -1,0 +1,117 @@
+/* Fixtures for issue 8 rows 11 and 7 under the statistics collector.
+ *
+ *   stats_churn churn N   N short-lived threads, at most 4 alive at once,
+ *                         each one task begin/end of event "churn"; prints
+ *                         "maxrss_kb <peak RSS>" and "vmhwm_kb <peak RSS>".
+ *   stats_churn signal    a SIGALRM handler (every 200 us) notifies a
+ *                         signal instant "tick" while main loops begin/end
+ *                         pairs and malloc/free for 0.5 s; prints
+ *                         "handler_calls <n>". */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <xpti/xpti_trace_framework.h>
+
+enum { ALIVE = 4 };
+
+static uint8_t stream;
+static xpti_trace_event_data_t *churn_ev, *loop_ev, *tick_ev;
+static atomic_ulong handler_calls;
+
+static xpti_trace_event_data_t *make_event(const char *name, int line) {
+  xpti_payload_t p = xpti_payload_make(name, "stats_churn.c", (uint32_t)line, 0, NULL);
+  return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+}
+
+static void *churn_thread(void *arg) {
+  uint64_t i = (uint64_t)(uintptr_t)arg;
+  xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, churn_ev, i, NULL);
+  xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, churn_ev, i, NULL);
+  return NULL;
+}
+
+static int churn(long n) {
+  churn_ev = make_event("churn", __LINE__);
+  pthread_t t[ALIVE];
+  for (long done = 0; done < n;) {
+    int k = 0;
+    for (; k < ALIVE && done + k < n; ++k)
+      if (pthread_create(&t[k], NULL, churn_thread, (void *)(uintptr_t)(done + k)) != 0) {
+        perror("pthread_create");
+        return 1;
+      }
+    for (int j = 0; j < k; ++j)
+      pthread_join(t[j], NULL);
+    done += k;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("maxrss_kb %ld\n", ru.ru_maxrss);
+  /* ru_maxrss keeps the peak of the image before exec (the launcher's):
+   * VmHWM is this program's own. */
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmHWM:", 6) == 0)
+      printf("vmhwm_kb %ld\n", atol(line + 6));
+  if (f)
+    fclose(f);
+  return 0;
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  atomic_fetch_add(&handler_calls, 1);
+  xptiNotifySubscribers(stream, XPTI_TRACE_SIGNAL, NULL, tick_ev, 0, NULL);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int signal_reentry(void) {
+  loop_ev = make_event("loop", __LINE__);
+  tick_ev = make_event("tick", __LINE__);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  unsigned long pairs = 0;
+  for (double end = now_s() + 0.5; now_s() < end; ++pairs) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, loop_ev, pairs, NULL);
+    void *volatile p = malloc(64 + pairs % 512);
+    free(p);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, loop_ev, pairs, NULL);
+  }
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGALRM);
+  sigprocmask(SIG_BLOCK, &block, NULL); /* one may still be pending */
+  printf("handler_calls %lu\npairs %lu\n", atomic_load(&handler_calls), pairs);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  xptiInitialize("churn", 1, 0, "1.0");
+  stream = xptiRegisterStream("churn");
+  if (argc == 3 && strcmp(argv[1], "churn") == 0)
+    return churn(atol(argv[2]));
+  if (argc == 2 && strcmp(argv[1], "signal") == 0)
+    return signal_reentry();
+  fprintf(stderr, "usage: stats_churn churn N | signal\n");
+  return 2;
+}
