@@ -4,6 +4,9 @@
 usage: check_churn.py churn PROGRAM THREADS OUTDIR
          peak RSS traced < untraced + 32 MiB, and every pair of every
          thread in stats.csv;
+       check_churn.py rows PROGRAM THREADS OUTDIR
+         rows of ended threads merged exactly: counts, totals, min/max,
+         percentiles, copied names, begins left open;
        check_churn.py signal PROGRAM OUTDIR
          a signal handler's events while its thread records: the program
          ends, and recorded + dropped = the handler calls.
@@ -70,6 +73,41 @@ def churn(prog, threads, out):
         fail("threads %d, expected %d" % (doc["threads"], threads))
 
 
+def rows_merged(prog, threads, out):
+    run([prog, "rows", str(threads)], "1", out)
+    rows, doc = report(out)
+
+    def row(typ, name):
+        r = rows.get(("churn", typ, name))
+        if r is None:
+            fail("no row %s/%s; rows: %s" % (typ, name, sorted(rows)))
+        return r
+
+    if int(row("task", "churn")["count"]) != threads:
+        fail("churn count %s" % row("task", "churn")["count"])
+    # Slice i lasts exactly (i+1) us: every figure is known.
+    s = row("timed", "slice")
+    us = 1000
+    exact = {"count": threads, "total_ns": us * threads * (threads + 1) // 2,
+             "min_ns": us, "max_ns": us * threads}
+    for k, v in exact.items():
+        if int(s[k]) != v:
+            fail("slice %s: %s, expected %d" % (k, s[k], v))
+    for q, k in ((0.50, "p50_ns"), (0.95, "p95_ns"), (0.99, "p99_ns")):
+        want = us * -(-int(q * threads * 1000) // 1000)  # value at rank ceil(q n)
+        if abs(int(s[k]) - want) > want / 128:
+            fail("slice %s: %s, expected %d within 1/128" % (k, s[k], want))
+    for k in range(3):
+        n = len(range(k, threads, 3))
+        if int(row("function", "fn%d" % k)["count"]) != n:
+            fail("fn%d count %s, expected %d" % (k, row("function", "fn%d" % k)["count"], n))
+    opened = row("task", "open")
+    if int(opened["unclosed_begins"]) != len(range(0, threads, 100)) or int(opened["count"]) != 0:
+        fail("open: %s" % opened)
+    if doc["totals"]["dropped"] != 0 or doc["threads"] != threads:
+        fail("totals %s, threads %d" % (doc["totals"], doc["threads"]))
+
+
 def signal(prog, out):
     got = run([prog, "signal"], "1", out)
     calls = got["handler_calls"]
@@ -92,10 +130,12 @@ def main():
     a = sys.argv[1:]
     if len(a) == 4 and a[0] == "churn":
         churn(a[1], int(a[2]), a[3])
+    elif len(a) == 4 and a[0] == "rows":
+        rows_merged(a[1], int(a[2]), a[3])
     elif len(a) == 3 and a[0] == "signal":
         signal(a[1], a[2])
     else:
-        fail("usage: check_churn.py churn PROGRAM THREADS OUTDIR | signal PROGRAM OUTDIR")
+        fail("usage: check_churn.py churn|rows PROGRAM THREADS OUTDIR | signal PROGRAM OUTDIR")
     print("check_churn: OK")
 
 

@@ -3,6 +3,9 @@
  *   stats_churn churn N   N short-lived threads, at most 4 alive at once,
  *                         each one task begin/end of event "churn"; prints
  *                         "maxrss_kb <peak RSS>" and "vmhwm_kb <peak RSS>".
+ *   stats_churn rows N    the same threads, each also a timed slice of
+ *                         exactly (i+1) us, a function pair named by user
+ *                         data "fn<i%3>", and (i%100==0) a begin left open.
  *   stats_churn signal    a SIGALRM handler (every 200 us) notifies a
  *                         signal instant "tick" while main loops begin/end
  *                         pairs and malloc/free for 0.5 s; prints
@@ -18,12 +21,16 @@
 #include <time.h>
 
 #include <xpti/xpti_trace_framework.h>
+#include <xptrace/xptrace_protocol.h>
 
 enum { ALIVE = 4 };
 
 static uint8_t stream;
 static xpti_trace_event_data_t *churn_ev, *loop_ev, *tick_ev;
 static atomic_ulong handler_calls;
+static bool rows_mode;
+static uint16_t timed_type;
+static xpti_trace_event_data_t *slice_ev, *open_ev;
 
 static xpti_trace_event_data_t *make_event(const char *name, int line) {
   xpti_payload_t p = xpti_payload_make(name, "stats_churn.c", (uint32_t)line, 0, NULL);
@@ -34,11 +41,24 @@ static void *churn_thread(void *arg) {
   uint64_t i = (uint64_t)(uintptr_t)arg;
   xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, churn_ev, i, NULL);
   xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, churn_ev, i, NULL);
+  if (!rows_mode)
+    return NULL;
+  xptrace_timed_slice_t slice = {1000000, 1000000 + (i + 1) * 1000, 1, NULL, NULL};
+  xptiNotifySubscribers(stream, timed_type, NULL, slice_ev, i, &slice);
+  char name[16]; /* gone when the thread is: the collector keeps a copy */
+  snprintf(name, sizeof name, "fn%d", (int)(i % 3));
+  xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, i, name);
+  xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, i, name);
+  if (i % 100 == 0)
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, open_ev, i, NULL);
   return NULL;
 }
 
 static int churn(long n) {
   churn_ev = make_event("churn", __LINE__);
+  slice_ev = make_event("slice", __LINE__);
+  open_ev = make_event("open", __LINE__);
+  timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
   pthread_t t[ALIVE];
   for (long done = 0; done < n;) {
     int k = 0;
@@ -110,8 +130,12 @@ int main(int argc, char **argv) {
   stream = xptiRegisterStream("churn");
   if (argc == 3 && strcmp(argv[1], "churn") == 0)
     return churn(atol(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "rows") == 0) {
+    rows_mode = true;
+    return churn(atol(argv[2]));
+  }
   if (argc == 2 && strcmp(argv[1], "signal") == 0)
     return signal_reentry();
-  fprintf(stderr, "usage: stats_churn churn N | signal\n");
+  fprintf(stderr, "usage: stats_churn churn N | rows N | signal\n");
   return 2;
 }
