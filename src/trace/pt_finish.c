@@ -181,6 +181,10 @@ static int fin_thread_cmp(const void *x, const void *y) {
 struct fin {
   const uint8_t *map;
   size_t map_len;
+  const uint8_t *spill;
+  size_t spill_len;
+  uint64_t *spilled_gens; /* sorted */
+  size_t spilled_n;
   const struct xpt_rec_header *h;
   struct fin_seg *segs;
   size_t segs_n, segs_cap;
@@ -251,6 +255,60 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
     seg.to = off;
     fin_seg_add(f, &seg);
   }
+}
+
+static int fin_u64_cmp(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static bool fin_spilled(const struct fin *f, uint64_t gen) {
+  return f->spilled_n &&
+         bsearch(&gen, f->spilled_gens, f->spilled_n, sizeof gen, fin_u64_cmp) != NULL;
+}
+
+/* The spill file (policy flush): chunk images, trusted up to the length
+ * the header says was written whole. */
+static void fin_read_spill(struct fin *f, int dirfd, const char *name) {
+  char spill_name[300];
+  snprintf(spill_name, sizeof spill_name, "%s%s", name, XPT_REC_SPILL_SUFFIX);
+  int fd = openat(dirfd, spill_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return;
+  struct stat st;
+  uint64_t whole = atomic_load(&((struct xpt_rec_header *)f->h)->spilled);
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    size_t len = (size_t)st.st_size < whole ? (size_t)st.st_size : (size_t)whole;
+    void *m = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (m != MAP_FAILED) {
+      f->spill = m;
+      f->spill_len = len;
+    }
+  }
+  close(fd);
+  size_t cap = 0, off = 0;
+  while (f->spill && off + sizeof(struct xpt_rec_spill) <= f->spill_len) {
+    struct xpt_rec_spill e;
+    memcpy(&e, f->spill + off, sizeof e);
+    if (e.magic != XPT_REC_SPILL_MAGIC || e.bytes < sizeof(struct xpt_rec_chunk) ||
+        e.bytes > f->h->chunk_size || e.bytes > f->spill_len - off - sizeof e) {
+      f->damaged++;
+      break;
+    }
+    const struct xpt_rec_chunk *c = (const struct xpt_rec_chunk *)(f->spill + off + sizeof e);
+    if (f->spilled_n == cap) {
+      cap = cap ? cap * 2 : 256;
+      uint64_t *g = realloc(f->spilled_gens, cap * sizeof *g);
+      if (!g)
+        break;
+      f->spilled_gens = g;
+    }
+    f->spilled_gens[f->spilled_n++] = e.gen;
+    if (c->magic == XPT_REC_CHUNK_MAGIC)
+      fin_scan_chunk(f, c, e.bytes - (uint32_t)sizeof *c);
+    off += sizeof e + e.bytes;
+  }
+  qsort(f->spilled_gens, f->spilled_n, sizeof *f->spilled_gens, fin_u64_cmp);
 }
 
 static void fin_graph_add(struct fin *f, const struct pt_rec *r) {
@@ -490,12 +548,18 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   pt_proc.tool_names = (const char *)f.map + XPT_REC_TOOLS_OFF;
   fin_clock_setup(f.h);
 
+  /* Chunks copied out to the spill file first (whole entries only), then
+   * those still in the ring that were not (their generation tells). */
+  fin_read_spill(&f, dirfd, name);
   uint64_t chunks = (f.map_len - XPT_REC_HEADER_SIZE) / f.h->chunk_size;
   for (uint64_t i = 0; i < chunks; i++) {
     const struct xpt_rec_chunk *c =
         (const struct xpt_rec_chunk *)(f.map + XPT_REC_HEADER_SIZE + i * f.h->chunk_size);
-    if (c->magic != XPT_REC_CHUNK_MAGIC)
-      continue; /* never used (sparse, or the process died taking it) */
+    if (c->magic != XPT_REC_CHUNK_MAGIC ||
+        atomic_load((_Atomic uint32_t *)&c->state) == XPT_REC_FREE)
+      continue; /* never used, or copied out and free */
+    if (fin_spilled(&f, atomic_load((_Atomic uint64_t *)&c->gen)))
+      continue;
     fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);
   }
 
@@ -533,6 +597,9 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   res->dropped = atomic_load(&((struct xpt_rec_header *)f.h)->dropped) + f.damaged;
   res->disk_full = atomic_load(&((struct xpt_rec_header *)f.h)->disk_full) != 0;
   unlinkat(dirfd, name, 0);
+  char spill_name[300];
+  snprintf(spill_name, sizeof spill_name, "%s%s", name, XPT_REC_SPILL_SUFFIX);
+  unlinkat(dirfd, spill_name, 0);
   rc = 0;
 out:
   if (f.fd >= 0)
@@ -541,6 +608,9 @@ out:
     unlinkat(dirfd, tmp, 0);
   if (f.map)
     munmap((void *)f.map, f.map_len);
+  if (f.spill)
+    munmap((void *)f.spill, f.spill_len);
+  free(f.spilled_gens);
   free(f.segs);
   free(f.graph);
   free(f.out.data);

@@ -3,10 +3,16 @@
  * else `xptrace` after the program ends, else `xptrace finish`).
  *
  * One file, events.xprec, shared-mapped by the recorder: a header, then
- * fixed-size chunks.  Each chunk holds whole records; its `committed`
- * word says how many bytes of it are complete.  The process may die at
- * any instant (signal, _exit, SIGKILL, crash): the file then holds every
- * record committed before, and nothing has to be done at signal time.
+ * a fixed number of chunks (the buffer budget).  Each chunk holds whole
+ * records; its `committed` word says how many bytes of it are complete.
+ * Policy flush: a thread of the recorder copies every sealed chunk to the
+ * end of events.xprec-spill (one entry per chunk image) and frees it for
+ * reuse; policy ring: chunks are taken back from their owners, oldest
+ * first.  The process may die at any instant (signal, _exit, SIGKILL,
+ * crash): the two files then hold every record committed before, and
+ * nothing has to be done at signal time.  A chunk both spilled and still
+ * sealed in the ring (death between the two steps) is read once: its
+ * generation number tells.
  *
  * Records carry values only (ids, times, copies of names), never a
  * pointer into the process: trace point names, files and metadata travel
@@ -21,6 +27,8 @@
 #include <stdint.h>
 
 #define XPT_REC_FILE "events.xprec"
+#define XPT_REC_SPILL_SUFFIX "-spill"
+#define XPT_REC_SPILL_MAGIC 0x4c4c495053505821ull /* "!XPSPILL" */
 #define XPT_REC_MAGIC 0x3143455254505821ull /* "!XPTREC1" */
 #define XPT_REC_VERSION 1u
 #define XPT_REC_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -51,7 +59,8 @@ struct xpt_rec_header {
   _Atomic uint64_t dropped;        /* records that could not be written */
   _Atomic uint64_t gen;            /* chunk (re)use counter */
   _Atomic uint32_t state;
-  _Atomic uint32_t disk_full;      /* the file could not grow */
+  _Atomic uint32_t disk_full;      /* the spill file could not grow */
+  _Atomic uint64_t spilled;        /* bytes of whole entries in the spill file */
   char program[64];
   _Atomic uint8_t stream_named[256]; /* 1 once the stream's name is written */
   _Atomic uint8_t tool_named[256];
@@ -61,15 +70,26 @@ _Static_assert(XPT_REC_TOOLS_OFF + 256u * XPT_REC_NAME_LEN <= XPT_REC_HEADER_SIZ
 
 enum xpt_rec_chunk_kind { XPT_REC_CHUNK_EVENTS = 1, XPT_REC_CHUNK_DICT = 2 };
 
+enum xpt_rec_chunk_state { XPT_REC_FREE = 0, XPT_REC_ACTIVE = 1, XPT_REC_SEALED = 2 };
+
 struct xpt_rec_chunk {
   uint32_t magic;
   uint32_t kind;
   _Atomic uint32_t committed; /* bytes of complete records after the header */
-  uint32_t reserved;
+  _Atomic uint32_t state;     /* FREE: its contents are stale (spilled) */
   _Atomic uint64_t gen; /* when it was last (re)started */
   uint64_t reserved2;
 };
 _Static_assert(sizeof(struct xpt_rec_chunk) == 32, "chunk header");
+
+/* A spill entry: this, then `bytes` bytes of a chunk image (its header
+ * and committed records). */
+struct xpt_rec_spill {
+  uint64_t magic;
+  uint64_t gen;
+  uint32_t bytes;
+  uint32_t index;
+};
 
 /* One record: 32 bytes then `len` inline bytes, padded to 8.  In the file
  * `uid` is the trace point's universal id; a reader may replace it in

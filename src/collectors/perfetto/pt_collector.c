@@ -25,6 +25,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "pt_drain.h"
 #include "xpt_collector.h"
 #include "xpt_finish.h"
 #include "xpti/xpti_trace_framework.h"
@@ -102,19 +103,25 @@ struct pt_rthread {
   pid_t pid, tid;
   uint64_t segment;  /* segment number of this thread */
   bool own_desc;     /* descriptions went into its own chunk: forget them with it */
+  /* Set while this thread records: a signal handler recording on the
+   * same thread meanwhile would write over the record being made, so its
+   * event is counted as dropped instead (rare: a window of a few ns). */
+  volatile bool busy;
   struct pt_rthread *next_all, *next_free;
 };
 
 static struct {
-  int fd;
-  struct xpt_rec_header *h; /* shared mapping of the header */
+  int fd, spill_fd;
+  uint8_t *base; /* the whole file, shared-mapped */
+  size_t map_len;
+  struct xpt_rec_header *h; /* at base */
   uint64_t max_chunks;      /* ring */
   struct pt_owner **owner;   /* ring: chunk -> owner (NULL: free or dictionary) */
   uint64_t *chunk_gen;       /* ring: when each chunk was taken */
   pid_t pid;                 /* the process the recording belongs to */
   char dir[4096], name[64];
   bool failed;
-} pt_rec = {.fd = -1};
+} pt_rec = {.fd = -1, .spill_fd = -1};
 
 static pthread_mutex_t pt_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pt_ring_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -141,46 +148,35 @@ static void pt_drop(uint64_t n) {
     atomic_fetch_add_explicit(&pt_lost_early, n, memory_order_relaxed);
 }
 
-static off_t pt_chunk_offset(uint64_t index) {
-  return (off_t)XPT_REC_HEADER_SIZE + (off_t)index * pt_chunk_size;
-}
-
 static struct xpt_rec_chunk *pt_chunk_map(uint64_t index) {
-  void *p = mmap(NULL, pt_chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, pt_rec.fd,
-                 pt_chunk_offset(index));
-  return p == MAP_FAILED ? NULL : p;
+  return (struct xpt_rec_chunk *)(pt_rec.base + XPT_REC_HEADER_SIZE + index * pt_chunk_size);
 }
 
 static void pt_chunk_start(struct xpt_rec_chunk *c, uint32_t kind) {
   atomic_store_explicit(&c->committed, 0, memory_order_relaxed);
+  atomic_store_explicit(&c->state, XPT_REC_ACTIVE, memory_order_relaxed);
   c->kind = kind;
   atomic_store_explicit(&c->gen, atomic_fetch_add(&pt_rec.h->gen, 1) + 1, memory_order_relaxed);
   atomic_store_explicit((_Atomic uint32_t *)&c->magic, XPT_REC_CHUNK_MAGIC, memory_order_release);
 }
 
-/* A never-used chunk, or UINT64_MAX.  Flush: the file grows by one chunk,
- * its blocks allocated now so that a full disk is a dropped event, never
- * a SIGBUS later. */
+/* A chunk to write into, or UINT64_MAX: flush, a free one from the
+ * drainer; ring, one never used yet. */
 static uint64_t pt_chunk_fresh(void) {
+  if (pt_policy == XPT_REC_FLUSH)
+    return pt_drain_take();
   uint64_t index = atomic_fetch_add(&pt_rec.h->chunks_used, 1);
-  if (pt_policy == XPT_REC_RING) {
-    if (index < pt_rec.max_chunks)
-      return index;
-    atomic_fetch_sub(&pt_rec.h->chunks_used, 1);
-    return UINT64_MAX;
-  }
-  int e = fallocate(pt_rec.fd, 0, pt_chunk_offset(index), pt_chunk_size);
-  if (e != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
-    /* No block reservation on this file system: grow the file (never
-     * shrinks it, unlike ftruncate from a thread that is behind). */
-    char zero = 0;
-    e = pwrite(pt_rec.fd, &zero, 1, pt_chunk_offset(index + 1) - 1) == 1 ? 0 : -1;
-  }
-  if (e != 0) {
-    atomic_store(&pt_rec.h->disk_full, 1);
-    return UINT64_MAX; /* a hole in the file: never mapped, skipped by readers */
-  }
-  return index;
+  if (index < pt_rec.max_chunks)
+    return index;
+  atomic_fetch_sub(&pt_rec.h->chunks_used, 1);
+  return UINT64_MAX;
+}
+
+/* Its writer has moved on: the drainer may copy it out and free it. */
+static void pt_chunk_seal(struct xpt_rec_chunk *c) {
+  atomic_store_explicit(&c->state, XPT_REC_SEALED, memory_order_release);
+  if (pt_policy == XPT_REC_FLUSH)
+    pt_drain_sealed((uint64_t)((uint8_t *)c - pt_rec.base - XPT_REC_HEADER_SIZE) / pt_chunk_size);
 }
 
 /* Ring: who holds which chunks.  An owner is one thread's life; when the
@@ -227,14 +223,10 @@ static void pt_owner_lose(struct pt_owner *o) {
 /* The oldest chunk of the owner holding the most (two or more), so that
  * every thread keeps its newest; else the last chunk of the thread that
  * ended first; else the caller's own current chunk, started again.  What
- * the chunk held is counted as dropped.  The lock is only tried. */
+ * the chunk held is counted as dropped.  Signals are blocked (the caller
+ * switches chunks): the lock cannot be this thread's own. */
 static uint64_t pt_chunk_steal(struct pt_rthread *self) {
-  int tries = 0;
-  while (pthread_mutex_trylock(&pt_ring_lock) != 0)
-    if (++tries > 64)
-      return UINT64_MAX;
-    else
-      sched_yield();
+  pthread_mutex_lock(&pt_ring_lock);
   struct pt_owner *victim = NULL;
   for (struct pt_owner *o = pt_owners; o; o = o->next_all)
     if (o->nchunks > 1 && (!victim || o->nchunks > victim->nchunks))
@@ -255,7 +247,7 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
     pt_rec.owner[best] = NULL;
     /* Count what is lost: the events of the chunk. */
     struct xpt_rec_chunk *c = pt_chunk_map(best);
-    if (c) {
+    {
       const uint8_t *d = (const uint8_t *)(c + 1);
       uint32_t end = atomic_load(&c->committed), off = 0, n = 0;
       while (off + sizeof(struct xpt_rec_raw) <= end) {
@@ -265,9 +257,6 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
       }
       pt_drop(n);
       atomic_store(&c->committed, 0);
-      munmap(c, pt_chunk_size);
-    } else {
-      best = UINT64_MAX;
     }
   }
   pthread_mutex_unlock(&pt_ring_lock);
@@ -346,8 +335,8 @@ static void pt_segment_open(struct pt_rthread *t) {
 
 /* t's next chunk; false when none can be had (the event is dropped).
  * Signals are blocked meanwhile: a handler recording on this thread
- * never sees a half-switched state.  The sealed chunk stays mapped until
- * the next switch, for an append it interrupted. */
+ * never sees a half-switched state.  The chunk left is sealed only at the
+ * next switch: an append this one interrupted may still be writing it. */
 static bool pt_next_chunk_unblocked(struct pt_rthread *t) {
   uint64_t index = pt_chunk_fresh();
   if (index == UINT64_MAX && pt_policy == XPT_REC_RING)
@@ -355,11 +344,9 @@ static bool pt_next_chunk_unblocked(struct pt_rthread *t) {
   if (index == UINT64_MAX)
     return false;
   struct xpt_rec_chunk *c = pt_chunk_map(index);
-  if (!c)
-    return false;
   pt_chunk_start(c, XPT_REC_CHUNK_EVENTS);
   if (t->prev)
-    munmap(t->prev, pt_chunk_size); /* sealed: the file keeps it */
+    pt_chunk_seal(t->prev);
   t->prev = t->cur;
   pt_ring_own(t, index);
   if (t->own_desc) {
@@ -414,13 +401,12 @@ static void pt_thread_exit(void *p);
  * being filled), else a new one.  Memory from mmap, not malloc, so that a
  * thread's first event may come from a signal handler. */
 static struct pt_rthread *pt_thread_new_unblocked(void) {
-  struct pt_rthread *t = NULL;
-  if (pthread_mutex_trylock(&pt_free_lock) == 0) {
-    t = pt_free;
-    if (t)
-      pt_free = t->next_free;
-    pthread_mutex_unlock(&pt_free_lock);
-  }
+  /* Signals are blocked: waiting for the lock cannot wait for ourselves. */
+  pthread_mutex_lock(&pt_free_lock);
+  struct pt_rthread *t = pt_free;
+  if (t)
+    pt_free = t->next_free;
+  pthread_mutex_unlock(&pt_free_lock);
   if (!t) {
     void *m = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -461,14 +447,15 @@ static void pt_thread_exit(void *p) {
   pt_block_signals(&old);
   if (pt_tls == t)
     pt_tls = NULL; /* a later record (another destructor) starts afresh */
+  if (t->prev)
+    pt_chunk_seal(t->prev);
+  t->prev = NULL;
   if (pt_policy == XPT_REC_RING) {
     /* Its chunks stay with its owner, to be taken oldest first; the
      * state starts the next thread on a chunk of its own. */
-    if (t->prev)
-      munmap(t->prev, pt_chunk_size);
     if (t->cur)
-      munmap(t->cur, pt_chunk_size);
-    t->prev = t->cur = NULL;
+      pt_chunk_seal(t->cur);
+    t->cur = NULL;
     t->data = NULL;
     t->cap = t->off = 0;
     pt_ring_release(t);
@@ -530,12 +517,15 @@ static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *eve
   if (pthread_mutex_trylock(&pt_dict_lock) == 0) {
     bool ok = pt_dict && dcap - pt_dict_off >= size;
     if (!ok) {
+      sigset_t old;
+      pt_block_signals(&old);
       uint64_t index = pt_chunk_fresh();
+      pt_restore_signals(&old);
       struct xpt_rec_chunk *c = index == UINT64_MAX ? NULL : pt_chunk_map(index);
       if (c) {
         pt_chunk_start(c, XPT_REC_CHUNK_DICT);
         if (pt_dict)
-          munmap(pt_dict, pt_chunk_size);
+          pt_chunk_seal(pt_dict);
         pt_dict = c;
         pt_dict_off = 0;
         ok = true;
@@ -585,6 +575,10 @@ static bool pt_rec_ready(void);
 static void pt_name_stream(uint8_t id, const char *name);
 static _Atomic uint8_t pt_stream_on[256];
 
+static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, uint16_t type,
+                                const xpti_trace_event_data_t *event, uint64_t instance,
+                                const void *user_data);
+
 /* Everything but the common case: no thread state or chunk yet, a full
  * chunk, a trace point not yet described, a NULL event, the slow types. */
 static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, uint16_t type,
@@ -599,6 +593,20 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
     pt_drop(1);
     return;
   }
+  if (t->busy) {
+    pt_drop(1); /* a signal handler interrupted this thread's recording */
+    return;
+  }
+  t->busy = true;
+  atomic_signal_fence(memory_order_seq_cst);
+  pt_record_slow_body(t, tsc, stream, type, event, instance, user_data);
+  atomic_signal_fence(memory_order_seq_cst);
+  t->busy = false;
+}
+
+static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, uint16_t type,
+                                const xpti_trace_event_data_t *event, uint64_t instance,
+                                const void *user_data) {
   uint8_t kind = XPT_REC_EVENT;
   const void *extra = NULL, *s1 = NULL, *s2 = NULL;
   uint32_t extra_len = 0, s1_len = 0, s2_len = 0;
@@ -676,16 +684,18 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
           uint64_t instance, const void *user_data) {
   struct pt_rthread *t = pt_tls;
   if (__builtin_expect(t != NULL && event != NULL && !pt_slow_type[type & 0xff], 1)) {
+    if (__builtin_expect(t->busy, 0)) {
+      pt_drop(1); /* a signal handler interrupted this thread's recording */
+      return;
+    }
+    t->busy = true; /* before t->off is read: see pt_rthread.busy */
+    atomic_signal_fence(memory_order_seq_cst);
     uint64_t uid = event->unique_id;
     uint32_t off = t->off;
     if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid &&
                              t->cap - off >= (uint32_t)sizeof(struct xpt_rec_raw),
                          1)) {
-      /* Reserved first: a signal handler recording meanwhile goes after. */
-      struct xpt_rec_chunk *c = t->cur;
       struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
-      t->off = off + (uint32_t)sizeof *r;
-      atomic_signal_fence(memory_order_seq_cst);
       r->ts = tsc ? pt_ticks() : pt_now();
       r->uid = uid;
       r->instance = instance;
@@ -693,9 +703,14 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
       r->stream = stream;
       r->kind = XPT_REC_EVENT;
       r->len = 0;
-      pt_commit(t, c, off + (uint32_t)sizeof *r);
+      t->off = off + (uint32_t)sizeof *r;
+      atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+      atomic_signal_fence(memory_order_seq_cst);
+      t->busy = false;
       return;
     }
+    atomic_signal_fence(memory_order_seq_cst);
+    t->busy = false;
   }
   pt_record_slow(tsc, stream, type, event, instance, user_data);
 }
@@ -717,6 +732,14 @@ static void pt_stream_cb_mono(uint8_t stream, uint16_t type, xpti_trace_event_da
 }
 
 /* ---- opening the recording ---------------------------------------------- */
+
+/* 256 chunks share the budget (fewer for small budgets), so that threads
+ * share it fairly and the drainer frees them in small steps. */
+static uint32_t pt_chunk_size_for(uint64_t budget) {
+  uint64_t cap = budget / 256;
+  cap = cap < XPT_REC_CHUNK_MIN ? XPT_REC_CHUNK_MIN : cap > (256u << 10) ? (256u << 10) : cap;
+  return (uint32_t)(cap & ~(uint64_t)4095);
+}
 
 /* Creates the recording in the output folder (exclusively: a new name
  * when taken), sized and mapped.  Normal context only (stream set-up). */
@@ -741,19 +764,43 @@ static void pt_rec_open_locked(void) {
     if (fd < 0 && errno != EEXIST)
       break;
   }
-  uint64_t chunks = pt_policy == XPT_REC_RING ? pt_budget / pt_chunk_size : 0;
-  off_t size = (off_t)XPT_REC_HEADER_SIZE + (off_t)chunks * pt_chunk_size;
+  uint64_t chunks = pt_budget / pt_chunk_size;
+  size_t size = XPT_REC_HEADER_SIZE + (size_t)chunks * pt_chunk_size;
+  bool shrunk = false;
   int err = fd < 0 ? errno : 0;
-  if (!err && fallocate(fd, 0, 0, size) != 0) {
+  /* Blocks reserved now: a full disk is a message here, never a SIGBUS
+   * when a page is first written.  Short of room, a smaller budget. */
+  while (!err && fallocate(fd, 0, 0, (off_t)size) != 0) {
     err = errno;
-    if ((err == EOPNOTSUPP || err == ENOSYS) && ftruncate(fd, size) == 0)
+    if ((err == EOPNOTSUPP || err == ENOSYS) && ftruncate(fd, (off_t)size) == 0) {
       err = 0;
+      break;
+    }
+    if (err != ENOSPC || pt_budget / 2 < XPT_BUFFER_MIN)
+      break;
+    pt_budget /= 2;
+    pt_chunk_size = pt_chunk_size_for(pt_budget);
+    chunks = pt_budget / pt_chunk_size;
+    size = XPT_REC_HEADER_SIZE + (size_t)chunks * pt_chunk_size;
+    err = 0;
+    shrunk = true;
   }
+  if (!err && shrunk)
+    fprintf(stderr, "xpti: perfetto collector: the disk is nearly full; recording in %llu KiB\n",
+            (unsigned long long)(pt_budget >> 10));
   void *h = MAP_FAILED;
-  if (!err && (h = mmap(NULL, XPT_REC_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
-                  MAP_FAILED)
+  if (!err && (h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
     err = errno;
-  if (!err && chunks) {
+  int spill = -1;
+  if (!err && pt_policy == XPT_REC_FLUSH) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s%s", dir, pt_rec.name, XPT_REC_SPILL_SUFFIX);
+    unlink(path); /* a stale one of a recording of this name that is gone */
+    spill = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (spill < 0)
+      err = errno;
+  }
+  if (!err && pt_policy == XPT_REC_RING) {
     pt_rec.owner = calloc(chunks, sizeof *pt_rec.owner);
     pt_rec.chunk_gen = calloc(chunks, sizeof *pt_rec.chunk_gen);
     if (!pt_rec.owner || !pt_rec.chunk_gen)
@@ -763,7 +810,7 @@ static void pt_rec_open_locked(void) {
     fprintf(stderr, "xpti: perfetto collector cannot make its recording in '%s': %s\n", dir,
             strerror(err));
     if (h != MAP_FAILED)
-      munmap(h, XPT_REC_HEADER_SIZE);
+      munmap(h, size);
     if (fd >= 0) {
       char path[4200];
       snprintf(path, sizeof path, "%s/%s", dir, pt_rec.name);
@@ -806,7 +853,12 @@ static void pt_rec_open_locked(void) {
   atomic_store_explicit(&hd->magic, XPT_REC_MAGIC, memory_order_release);
   pt_rec.max_chunks = chunks;
   pt_rec.fd = fd;
+  pt_rec.spill_fd = spill;
+  pt_rec.base = h;
+  pt_rec.map_len = size;
   pt_rec.pid = getpid();
+  if (pt_policy == XPT_REC_FLUSH)
+    pt_drain_start(spill, pt_rec.base + XPT_REC_HEADER_SIZE, pt_chunk_size, chunks, hd);
   __atomic_store_n(&pt_rec.h, hd, __ATOMIC_RELEASE);
   for (unsigned id = 0; id < 256; id++) /* a forked child names them again */
     if (pt_stream_on[id] && xptiLookupStreamName((uint8_t)id))
@@ -843,6 +895,7 @@ static void pt_finish_here(void) {
   if (pt_launcher_finishes || !pt_rec.h || pt_rec.pid != getpid() ||
       atomic_exchange(&pt_finished, true))
     return;
+  pt_drain_stop();
   flock(pt_rec.fd, LOCK_UN); /* the finisher takes it exclusively */
   struct xpt_finish_result res;
   if (xpt_finish_recording(pt_rec.dir, pt_rec.name, "xpti:", &res) == 0 && res.dropped)
@@ -860,9 +913,11 @@ static void pt_fork_prepare(void) {
   pthread_mutex_lock(&pt_dict_lock);
   pthread_mutex_lock(&pt_ring_lock);
   pthread_mutex_lock(&pt_free_lock);
+  pt_drain_fork_prepare();
 }
 
 static void pt_fork_parent(void) {
+  pt_drain_fork_parent();
   pthread_mutex_unlock(&pt_free_lock);
   pthread_mutex_unlock(&pt_ring_lock);
   pthread_mutex_unlock(&pt_dict_lock);
@@ -877,11 +932,7 @@ static void pt_fork_child(void) {
   pthread_mutex_init(&pt_open_lock, NULL);
   pt_free = NULL;
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
-    if (t->cur)
-      munmap(t->cur, pt_chunk_size);
-    if (t->prev)
-      munmap(t->prev, pt_chunk_size);
-    t->cur = t->prev = NULL;
+    t->cur = t->prev = NULL; /* in the parent's mapping */
     t->own = NULL;
     t->data = NULL;
     t->cap = t->off = 0;
@@ -895,15 +946,16 @@ static void pt_fork_child(void) {
       t->segment = 0;
     }
   }
-  if (pt_dict)
-    munmap(pt_dict, pt_chunk_size);
   pt_dict = NULL;
   pt_dict_off = 0;
   pt_owners = pt_owners_free = NULL; /* the parent's threads' */
-  if (pt_rec.h)
-    munmap(pt_rec.h, XPT_REC_HEADER_SIZE);
+  if (pt_rec.base)
+    munmap(pt_rec.base, pt_rec.map_len);
+  pt_rec.base = NULL;
   if (pt_rec.fd >= 0)
     close(pt_rec.fd); /* the parent's shared lock stays with the parent */
+  pt_drain_fork_child(); /* closes the spill file */
+  pt_rec.spill_fd = -1;
   free(pt_rec.owner);
   free(pt_rec.chunk_gen);
   pt_rec.owner = NULL;
@@ -949,12 +1001,7 @@ static void pt_setup(void) {
   const char *finisher = getenv("XPTRACE_FINISHER");
   pt_launcher_finishes = finisher && !strcmp(finisher, "launcher");
   pt_budget = xpt_env_buffer_size(); /* at least 8 chunks of the smallest size */
-  /* Ring: 256 chunks share the budget (fewer for small budgets), so that
-   * threads share it fairly; flush: the file grows, a chunk is what a
-   * thread maps at a time. */
-  uint64_t cap = pt_budget / 256;
-  cap = cap < XPT_REC_CHUNK_MIN ? XPT_REC_CHUNK_MIN : cap > (256u << 10) ? (256u << 10) : cap;
-  pt_chunk_size = (uint32_t)(cap & ~(uint64_t)4095);
+  pt_chunk_size = pt_chunk_size_for(pt_budget);
   pt_slow_type[XPTI_TRACE_EDGE_CREATE] = 1;
   for (unsigned i = 0x80; i < 0x100; i++)
     pt_slow_type[i] = 1;

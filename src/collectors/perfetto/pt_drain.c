@@ -1,0 +1,185 @@
+/* Policy flush: the recorder's own thread copies sealed chunks to the
+ * spill file and hands them back, so that producers keep writing into the
+ * same warm pages (fresh file pages cost a page fault and a page clear
+ * every 128 records).  Producers never wait: with no free chunk, the
+ * event is dropped and counted. */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pt_drain.h"
+
+static struct {
+  int spill_fd;
+  uint8_t *chunks;
+  uint32_t chunk_size;
+  uint64_t count;
+  struct xpt_rec_header *h;
+  uint64_t spill_off;
+  /* free chunks: a stack of indices under `lock` (producers only try it) */
+  pthread_mutex_t lock;
+  uint32_t *free_idx;
+  uint64_t n_free;
+  /* Sealed chunks, kept here rather than read from the chunks: scanning
+   * the mapping would fault its pages in (and count them as ours). */
+  _Atomic uint8_t *sealed;
+  sem_t wake;
+  pthread_t thread;
+  bool running;
+  _Atomic bool stop;
+} dr = {.spill_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct xpt_rec_chunk *dr_chunk(uint64_t i) {
+  return (struct xpt_rec_chunk *)(dr.chunks + i * dr.chunk_size);
+}
+
+static void dr_push(uint64_t index) {
+  pthread_mutex_lock(&dr.lock);
+  dr.free_idx[dr.n_free++] = (uint32_t)index;
+  pthread_mutex_unlock(&dr.lock);
+}
+
+/* Called with signals blocked: the lock is never this thread's own. */
+uint64_t pt_drain_take(void) {
+  pthread_mutex_lock(&dr.lock);
+  uint64_t index = UINT64_MAX;
+  if (dr.n_free)
+    index = dr.free_idx[--dr.n_free];
+  bool low = dr.n_free < dr.count / 4;
+  pthread_mutex_unlock(&dr.lock);
+  if (low)
+    sem_post(&dr.wake); /* async-signal-safe */
+  return index;
+}
+
+void pt_drain_wake(void) {
+  if (dr.running)
+    sem_post(&dr.wake);
+}
+
+/* One chunk image to the end of the spill file; false when the file
+ * cannot take it (the chunk stays sealed: the finisher reads it there). */
+static bool dr_spill(uint64_t index) {
+  struct xpt_rec_chunk *c = dr_chunk(index);
+  uint32_t bytes = (uint32_t)sizeof *c + atomic_load_explicit(&c->committed, memory_order_acquire);
+  if (bytes > dr.chunk_size)
+    bytes = dr.chunk_size;
+  struct xpt_rec_spill e = {XPT_REC_SPILL_MAGIC,
+                            atomic_load_explicit(&c->gen, memory_order_relaxed), bytes,
+                            (uint32_t)index};
+  struct iovec iov[2] = {{&e, sizeof e}, {c, bytes}};
+  size_t want = sizeof e + bytes, done = 0;
+  while (done < want) {
+    ssize_t w;
+    if (done == 0)
+      w = pwritev(dr.spill_fd, iov, 2, (off_t)dr.spill_off);
+    else if (done < sizeof e)
+      w = -1, errno = EIO; /* a header cut short: give up on this one */
+    else
+      w = pwrite(dr.spill_fd, (const char *)c + (done - sizeof e), want - done,
+                 (off_t)(dr.spill_off + done));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      atomic_store(&dr.h->disk_full, 1);
+      return false;
+    }
+    done += (size_t)w;
+  }
+  dr.spill_off += want;
+  atomic_store_explicit(&dr.h->spilled, dr.spill_off, memory_order_release);
+  return true;
+}
+
+static void dr_pass(void) {
+  for (uint64_t i = 0; i < dr.count; i++) {
+    if (!atomic_load_explicit(&dr.sealed[i], memory_order_acquire))
+      continue;
+    if (!dr_spill(i))
+      return; /* full disk: later passes try again */
+    atomic_store_explicit(&dr_chunk(i)->state, XPT_REC_FREE, memory_order_release);
+    atomic_store_explicit(&dr.sealed[i], 0, memory_order_relaxed);
+    dr_push(i);
+  }
+}
+
+void pt_drain_sealed(uint64_t index) {
+  if (dr.sealed && index < dr.count)
+    atomic_store_explicit(&dr.sealed[index], 1, memory_order_release);
+}
+
+static void *dr_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  while (!atomic_load(&dr.stop)) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    sem_timedwait(&dr.wake, &until);
+    dr_pass();
+  }
+  return NULL;
+}
+
+bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t count,
+                    struct xpt_rec_header *h) {
+  dr.free_idx = calloc(count ? count : 1, sizeof *dr.free_idx);
+  dr.sealed = calloc(count ? count : 1, sizeof *dr.sealed);
+  if (!dr.free_idx || !dr.sealed)
+    return false;
+  dr.spill_fd = spill_fd;
+  dr.chunks = chunks;
+  dr.chunk_size = chunk_size;
+  dr.count = count;
+  dr.h = h;
+  dr.spill_off = 0;
+  dr.n_free = 0;
+  for (uint64_t i = count; i-- > 0;) /* lowest index on top */
+    dr.free_idx[dr.n_free++] = (uint32_t)i;
+  sem_init(&dr.wake, 0, 0);
+  atomic_store(&dr.stop, false);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  dr.running = pthread_create(&dr.thread, &attr, dr_main, NULL) == 0;
+  pthread_attr_destroy(&attr);
+  return true; /* without the thread, chunks are used once: still correct */
+}
+
+void pt_drain_stop(void) {
+  if (!dr.running)
+    return;
+  atomic_store(&dr.stop, true);
+  sem_post(&dr.wake);
+  pthread_join(dr.thread, NULL);
+  dr.running = false;
+}
+
+void pt_drain_fork_child(void) {
+  /* The parent's thread and chunks are the parent's. */
+  pthread_mutex_init(&dr.lock, NULL);
+  free(dr.free_idx);
+  free((void *)dr.sealed);
+  dr.free_idx = NULL;
+  dr.sealed = NULL;
+  dr.n_free = dr.count = 0;
+  dr.running = false;
+  if (dr.spill_fd >= 0)
+    close(dr.spill_fd);
+  dr.spill_fd = -1;
+}
+
+void pt_drain_fork_prepare(void) { pthread_mutex_lock(&dr.lock); }
+void pt_drain_fork_parent(void) { pthread_mutex_unlock(&dr.lock); }
