@@ -308,7 +308,8 @@ static void fin_read_spill(struct fin *f, int dirfd, const char *name) {
       fin_scan_chunk(f, c, e.bytes - (uint32_t)sizeof *c);
     off += sizeof e + e.bytes;
   }
-  qsort(f->spilled_gens, f->spilled_n, sizeof *f->spilled_gens, fin_u64_cmp);
+  if (f->spilled_n)
+    qsort(f->spilled_gens, f->spilled_n, sizeof *f->spilled_gens, fin_u64_cmp);
 }
 
 static void fin_graph_add(struct fin *f, const struct pt_rec *r) {
@@ -393,7 +394,8 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, const struct 
 }
 
 static void fin_encode(struct fin *f) {
-  qsort(f->segs, f->segs_n, sizeof *f->segs, fin_seg_cmp);
+  if (f->segs_n)
+    qsort(f->segs, f->segs_n, sizeof *f->segs, fin_seg_cmp);
   size_t threads = 0;
   for (size_t i = 0; i < f->segs_n; i++)
     threads += i == 0 || f->segs[i].key != f->segs[i - 1].key;

@@ -3,6 +3,7 @@
  * the trace point "work" (stream "fault") unless said otherwise.
  *   fault_workload MODE [N]
  *   exit | _exit | kill | abort | segv: PAIRS pairs, then that ending
+ *   exec: PAIRS pairs, then exec of itself in mode exit (PAIRS more)
  *   sigint-term: SIGINT ignored; PAIRS pairs, SIGINT, PAIRS pairs, SIGTERM
  *   malloc-loop: pairs and malloc/free on 2 threads until killed
  *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
@@ -178,6 +179,10 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "segv")) {
     pairs(work_ev, PAIRS);
     raise(SIGSEGV);
+  } else if (!strcmp(mode, "exec")) {
+    pairs(work_ev, PAIRS);
+    execl("/proc/self/exe", argv[0], "exit", (char *)NULL);
+    return 4;
   } else if (!strcmp(mode, "sigint-term")) {
     signal(SIGINT, SIG_IGN);
     pairs(work_ev, PAIRS);

@@ -51,6 +51,14 @@ endings)
     no_recording_left "d$mode"
   done
   ;;
+exec)
+  # The exec'd image makes a recording of its own; both become traces.
+  xrun e exec
+  [ $? = 0 ] || fail "exit: $(cat e.err)"
+  check e/trace.perfetto-trace --slices $pairs --name work=$pairs
+  check e/trace.1.perfetto-trace --slices $pairs --name work=$pairs
+  no_recording_left e
+  ;;
 sigint-term)
   # SIGINT ignored, then SIGTERM: both halves are in the trace.
   xrun st sigint-term

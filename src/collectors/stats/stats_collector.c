@@ -225,7 +225,14 @@ static const char *stats_event_name(stats_thread_t *t, uint16_t type,
                                     const xpti_trace_event_data_t *event, const void *user_data) {
   if (event) {
     const xpti_payload_t *payload = event->reserved.payload;
-    return payload && payload->name ? payload->name : "<unnamed>";
+    if (!payload || !payload->name)
+      return "<unnamed>";
+    /* The framework's own events (they point at themselves) live as long
+     * as the process; a caller's may be freed after the call: copy. */
+    if (event->reserved.framework_private[0] == (const void *)event)
+      return payload->name;
+    const char *copy = stats_intern_name(t, payload->name);
+    return copy ? copy : "<unnamed>";
   }
   /* Function notifications without an event carry the function name. */
   const char *name = xpti_user_data_name(type, user_data);
