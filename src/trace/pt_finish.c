@@ -20,6 +20,7 @@
 #endif
 
 #include "pt_common.h"
+#include "xpt_msg.h"
 #include "xpt_finish.h"
 
 enum pt_format pt_format;
@@ -492,7 +493,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   memset(res, 0, sizeof *res);
   int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) {
-    fprintf(stderr, "%s cannot open '%s': %s\n", prefix, dir, strerror(errno));
+    xpt_msg("%s cannot open '%s': %s", prefix, dir, strerror(errno));
     return -1;
   }
   int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -501,7 +502,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
     close(dirfd);
     if (e == ENOENT)
       return 1;
-    fprintf(stderr, "%s cannot open '%s/%s': %s\n", prefix, dir, name, strerror(e));
+    xpt_msg("%s cannot open '%s/%s': %s", prefix, dir, name, strerror(e));
     return -1;
   }
   /* One finisher per recording: the lock goes with its holder's death. */
@@ -517,19 +518,19 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   f.fd = -1;
   char tmp[320] = "", trace[256];
   if (fstat(fd, &st) != 0 || (size_t)st.st_size < XPT_REC_HEADER_SIZE) {
-    fprintf(stderr, "%s '%s/%s' is not a recording (too short)\n", prefix, dir, name);
+    xpt_msg("%s '%s/%s' is not a recording (too short)", prefix, dir, name);
     goto out;
   }
   f.map_len = (size_t)st.st_size;
   f.map = mmap(NULL, f.map_len, PROT_READ, MAP_SHARED, fd, 0);
   if (f.map == MAP_FAILED) {
     f.map = NULL;
-    fprintf(stderr, "%s cannot map '%s/%s': %s\n", prefix, dir, name, strerror(errno));
+    xpt_msg("%s cannot map '%s/%s': %s", prefix, dir, name, strerror(errno));
     goto out;
   }
   f.h = (const struct xpt_rec_header *)f.map;
   if (!fin_header_ok(f.h, f.map_len)) {
-    fprintf(stderr, "%s '%s/%s' is not a recording of this version\n", prefix, dir, name);
+    xpt_msg("%s '%s/%s' is not a recording of this version", prefix, dir, name);
     goto out;
   }
   if (atomic_load(&((struct xpt_rec_header *)f.h)->state) == XPT_REC_DONE) {
@@ -570,7 +571,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   unlinkat(dirfd, tmp, 0); /* our own leftover, if any */
   f.fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (f.fd < 0) {
-    fprintf(stderr, "%s cannot create '%s/%s': %s\n", prefix, dir, tmp, strerror(errno));
+    xpt_msg("%s cannot create '%s/%s': %s", prefix, dir, tmp, strerror(errno));
     tmp[0] = '\0';
     goto out;
   }
@@ -580,14 +581,14 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
     f.err = errno;
   }
   if (f.failed) {
-    fprintf(stderr, "%s cannot write the trace of '%s/%s': %s; the recording is kept\n", prefix,
+    xpt_msg("%s cannot write the trace of '%s/%s': %s; the recording is kept", prefix,
             dir, name, strerror(f.err));
     goto out;
   }
   char got[256];
   int e = fin_publish(dirfd, tmp, trace, got, sizeof got);
   if (e) {
-    fprintf(stderr, "%s cannot name the trace '%s/%s': %s; the recording is kept\n", prefix, dir,
+    xpt_msg("%s cannot name the trace '%s/%s': %s; the recording is kept", prefix, dir,
             trace, strerror(e));
     goto out;
   }

@@ -618,7 +618,7 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     const xptrace_timed_slice_t *slice = user_data;
     if (!slice) {
       if (!atomic_exchange(&pt_timed_bad_reported, true))
-        fprintf(stderr, "xpti: perfetto collector: timed slice without user data ignored\n");
+        xpt_msg("xpti: perfetto collector: timed slice without user data ignored");
       return;
     }
     timed = (struct xpt_rec_timed){slice->begin_ns, slice->end_ns, slice->track_id, 0, 0, 0};
@@ -786,7 +786,7 @@ static void pt_rec_open_locked(void) {
     shrunk = true;
   }
   if (!err && shrunk)
-    fprintf(stderr, "xpti: perfetto collector: the disk is nearly full; recording in %llu KiB\n",
+    xpt_msg("xpti: perfetto collector: the disk is nearly full; recording in %llu KiB",
             (unsigned long long)(pt_budget >> 10));
   void *h = MAP_FAILED;
   if (!err && (h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
@@ -807,7 +807,7 @@ static void pt_rec_open_locked(void) {
       err = ENOMEM;
   }
   if (err) {
-    fprintf(stderr, "xpti: perfetto collector cannot make its recording in '%s': %s\n", dir,
+    xpt_msg("xpti: perfetto collector cannot make its recording in '%s': %s", dir,
             strerror(err));
     if (h != MAP_FAILED)
       munmap(h, size);
@@ -899,7 +899,7 @@ static void pt_finish_here(void) {
   flock(pt_rec.fd, LOCK_UN); /* the finisher takes it exclusively */
   struct xpt_finish_result res;
   if (xpt_finish_recording(pt_rec.dir, pt_rec.name, "xpti:", &res) == 0 && res.dropped)
-    fprintf(stderr, "xpti: perfetto collector dropped %" PRIu64 " events%s\n", res.dropped,
+    xpt_msg("xpti: perfetto collector dropped %" PRIu64 " events%s\n", res.dropped,
             res.disk_full ? " (the disk is full)" : "");
 }
 
@@ -977,26 +977,26 @@ static void pt_setup(void) {
   if (mode && !strcmp(mode, "monotonic"))
     want_tsc = false;
   else if (mode && *mode && strcmp(mode, "auto"))
-    fprintf(stderr, "xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto\n", mode);
+    xpt_msg("xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto", mode);
   pt_use_tsc = PT_HAVE_TSC && want_tsc && pt_tsc_invariant();
   const char *fmt = getenv("XPTRACE_TRACE_FORMAT");
   pt_format_kind = XPT_REC_FORMAT_PROTO;
   if (fmt && !strcmp(fmt, "json"))
     pt_format_kind = XPT_REC_FORMAT_JSON;
   else if (fmt && *fmt && strcmp(fmt, "perfetto"))
-    fprintf(stderr, "xpti: XPTRACE_TRACE_FORMAT='%s' is not perfetto or json; using perfetto\n",
+    xpt_msg("xpti: XPTRACE_TRACE_FORMAT='%s' is not perfetto or json; using perfetto",
             fmt);
   const char *policy = getenv("XPTRACE_BUFFER_POLICY");
   pt_policy = XPT_REC_FLUSH;
   if (policy && !strcmp(policy, "ring"))
     pt_policy = XPT_REC_RING;
   else if (policy && *policy && strcmp(policy, "flush"))
-    fprintf(stderr, "xpti: XPTRACE_BUFFER_POLICY='%s' is not flush or ring; using flush\n",
+    xpt_msg("xpti: XPTRACE_BUFFER_POLICY='%s' is not flush or ring; using flush",
             policy);
   const char *annotate = getenv("XPTRACE_ANNOTATE");
   pt_annotate = annotate && !strcmp(annotate, "all");
   if (annotate && *annotate && !pt_annotate && strcmp(annotate, "minimal"))
-    fprintf(stderr, "xpti: XPTRACE_ANNOTATE='%s' is not minimal or all; using minimal\n",
+    xpt_msg("xpti: XPTRACE_ANNOTATE='%s' is not minimal or all; using minimal",
             annotate);
   const char *finisher = getenv("XPTRACE_FINISHER");
   pt_launcher_finishes = finisher && !strcmp(finisher, "launcher");
