@@ -558,9 +558,11 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   for (uint64_t i = 0; i < chunks; i++) {
     const struct xpt_rec_chunk *c =
         (const struct xpt_rec_chunk *)(f.map + XPT_REC_HEADER_SIZE + i * f.h->chunk_size);
-    if (c->magic != XPT_REC_CHUNK_MAGIC ||
-        atomic_load((_Atomic uint32_t *)&c->state) == XPT_REC_FREE)
-      continue; /* never used, or copied out and free */
+    if (c->magic != XPT_REC_CHUNK_MAGIC)
+      continue; /* never used */
+    /* Copied out (free or not): read there.  A free chunk whose copy is
+     * not in the part of the spill file read here is read from the ring,
+     * where it still is (not reused: it would have a new generation). */
     if (fin_spilled(&f, atomic_load((_Atomic uint64_t *)&c->gen)))
       continue;
     fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);

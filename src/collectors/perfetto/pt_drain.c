@@ -30,8 +30,7 @@ static struct {
   /* Sealed chunks, kept here rather than read from the chunks: scanning
    * the mapping would fault its pages in (and count them as ours). */
   _Atomic uint8_t *sealed;
-  sem_t wake;
-  pthread_t thread;
+  sem_t wake, stopped;
   bool running;
   _Atomic bool stop;
 } dr = {.spill_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -131,6 +130,7 @@ static void *dr_main(void *arg) {
     sem_timedwait(&dr.wake, &until);
     dr_pass();
   }
+  sem_post(&dr.stopped);
   return NULL;
 }
 
@@ -150,10 +150,14 @@ bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t
   for (uint64_t i = count; i-- > 0;) /* lowest index on top */
     dr.free_idx[dr.n_free++] = (uint32_t)i;
   sem_init(&dr.wake, 0, 0);
+  sem_init(&dr.stopped, 0, 0);
   atomic_store(&dr.stop, false);
+  /* Detached: a forked child (where it does not exist) never joins it. */
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  dr.running = pthread_create(&dr.thread, &attr, dr_main, NULL) == 0;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  dr.running = pthread_create(&thread, &attr, dr_main, NULL) == 0;
   pthread_attr_destroy(&attr);
   return true; /* without the thread, chunks are used once: still correct */
 }
@@ -163,7 +167,13 @@ void pt_drain_stop(void) {
     return;
   atomic_store(&dr.stop, true);
   sem_post(&dr.wake);
-  pthread_join(dr.thread, NULL);
+  /* Its pass ends within a chunk copy; a thread stuck on a dead disk is
+   * not waited for long (its chunks stay in the recording). */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  while (sem_timedwait(&dr.stopped, &until) != 0 && errno == EINTR)
+    ;
   dr.running = false;
 }
 
