@@ -600,7 +600,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   memcpy(res->program, pt_proc.program, sizeof res->program);
   res->records = f.records;
   res->dropped = atomic_load(&((struct xpt_rec_header *)f.h)->dropped) + f.damaged;
-  res->disk_full = atomic_load(&((struct xpt_rec_header *)f.h)->disk_full) != 0;
+  res->disk_full = (int)atomic_load(&((struct xpt_rec_header *)f.h)->disk_full);
   unlinkat(dirfd, name, 0);
   char spill_name[300];
   snprintf(spill_name, sizeof spill_name, "%s%s", name, XPT_REC_SPILL_SUFFIX);

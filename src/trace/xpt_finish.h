@@ -13,7 +13,7 @@ struct xpt_finish_result {
   char program[64];
   uint64_t records;  /* records read */
   uint64_t dropped;  /* events the recorder could not write */
-  bool disk_full;    /* the recording could not grow */
+  int disk_full;     /* copying out failed: 1 full disk, 2 descriptor closed */
 };
 
 /* Finish the recording `name` in folder `dir`: write the trace under a

@@ -4,6 +4,8 @@
  *   fault_workload MODE [N]
  *   exit | _exit | kill | abort | segv: PAIRS pairs, then that ending
  *   exec: PAIRS pairs, then exec of itself in mode exit (PAIRS more)
+ *   closefds: PAIRS pairs, every descriptor from 3 closed, 8 files of its
+ *     own opened and written, 20000 pairs
  *   sigint-term: SIGINT ignored; PAIRS pairs, SIGINT, PAIRS pairs, SIGTERM
  *   malloc-loop: pairs and malloc/free on 2 threads until killed
  *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
@@ -183,6 +185,28 @@ int main(int argc, char **argv) {
     pairs(work_ev, PAIRS);
     execl("/proc/self/exe", argv[0], "exit", (char *)NULL);
     return 4;
+  } else if (!strcmp(mode, "closefds")) {
+    /* A daemon-like program closes every descriptor, then opens files of
+     * its own (which may get the recorder's numbers). */
+    pairs(work_ev, PAIRS);
+    for (int fd = 3; fd < 1024; fd++)
+      close(fd);
+    FILE *own[8];
+    for (int i = 0; i < 8; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "own-%d", i);
+      own[i] = fopen(name, "w");
+      if (own[i]) {
+        fputs("mine\n", own[i]);
+        fflush(own[i]);
+      }
+    }
+    pairs(work_ev, 20000);
+    usleep(200000); /* the recorder's copying thread runs meanwhile */
+    for (int i = 0; i < 8; i++)
+      if (own[i])
+        fclose(own[i]);
+    return 0;
   } else if (!strcmp(mode, "sigint-term")) {
     signal(SIGINT, SIG_IGN);
     pairs(work_ev, PAIRS);

@@ -59,6 +59,18 @@ exec)
   check e/trace.1.perfetto-trace --slices $pairs --name work=$pairs
   no_recording_left e
   ;;
+closefds)
+  # The program closes every descriptor and opens files of its own: they
+  # are never written by the recorder, and the chunks it could not copy
+  # out stay in the recording.
+  mkdir cf && (cd cf && timeout -k 5 60 "$xptrace" run -c perfetto -o out -- "$workload" closefds \
+      >../cf.out 2>../cf.err)
+  [ $? = 0 ] || fail "exit: $(cat cf.err)"
+  for i in 0 1 2 3 4 5 6 7; do
+    [ "$(cat cf/own-$i)" = mine ] || fail "the program's file own-$i was written into"
+  done
+  check cf/out/trace.perfetto-trace --slices $((pairs + 20000))
+  ;;
 sigint-term)
   # SIGINT ignored, then SIGTERM: both halves are in the trace.
   xrun st sigint-term

@@ -900,7 +900,9 @@ static void pt_finish_here(void) {
   struct xpt_finish_result res;
   if (xpt_finish_recording(pt_rec.dir, pt_rec.name, "xpti:", &res) == 0 && res.dropped)
     xpt_msg("xpti: perfetto collector dropped %" PRIu64 " events%s\n", res.dropped,
-            res.disk_full ? " (the disk is full)" : "");
+            res.disk_full == 1   ? " (the disk is full)"
+            : res.disk_full == 2 ? " (the program closed the recording's descriptor)"
+                                 : "");
 }
 
 __attribute__((destructor)) static void pt_at_unload(void) { pt_finish_here(); }

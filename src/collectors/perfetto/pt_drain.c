@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 
 static struct {
   int spill_fd;
+  dev_t spill_dev; /* what spill_fd must still be: a program that closes */
+  ino_t spill_ino; /* every descriptor may see the number reused */
   uint8_t *chunks;
   uint32_t chunk_size;
   uint64_t count;
@@ -66,6 +69,11 @@ void pt_drain_wake(void) {
 /* One chunk image to the end of the spill file; false when the file
  * cannot take it (the chunk stays sealed: the finisher reads it there). */
 static bool dr_spill(uint64_t index) {
+  struct stat st;
+  if (fstat(dr.spill_fd, &st) != 0 || st.st_dev != dr.spill_dev || st.st_ino != dr.spill_ino) {
+    atomic_store(&dr.h->disk_full, 2); /* never write into someone else's file */
+    return false;
+  }
   struct xpt_rec_chunk *c = dr_chunk(index);
   uint32_t bytes = (uint32_t)sizeof *c + atomic_load_explicit(&c->committed, memory_order_acquire);
   if (bytes > dr.chunk_size)
@@ -141,6 +149,11 @@ bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t
   if (!dr.free_idx || !dr.sealed)
     return false;
   dr.spill_fd = spill_fd;
+  struct stat st;
+  if (fstat(spill_fd, &st) != 0)
+    return false;
+  dr.spill_dev = st.st_dev;
+  dr.spill_ino = st.st_ino;
   dr.chunks = chunks;
   dr.chunk_size = chunk_size;
   dr.count = count;

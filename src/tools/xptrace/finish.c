@@ -15,7 +15,10 @@ static void finish_print(const struct xpt_finish_result *res, void *ctx) {
   fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
   if (res->dropped)
     fprintf(stderr, "xptrace: %s [%d] dropped %llu events%s\n", res->program, res->pid,
-            (unsigned long long)res->dropped, res->disk_full ? " (the disk was full)" : "");
+            (unsigned long long)res->dropped,
+            res->disk_full == 1   ? " (the disk was full)"
+            : res->disk_full == 2 ? " (the program closed the recording's descriptor)"
+                                  : "");
 }
 
 int xptrace_finish_dir(const char *dir, int *traces) {
