@@ -563,7 +563,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
     /* Copied out (free or not): read there.  A free chunk whose copy is
      * not in the part of the spill file read here is read from the ring,
      * where it still is (not reused: it would have a new generation). */
-    if (fin_spilled(&f, atomic_load((_Atomic uint64_t *)&c->gen)))
+    if (fin_spilled(&f, atomic_load(&((struct xpt_rec_chunk *)c)->gen)))
       continue;
     fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);
   }

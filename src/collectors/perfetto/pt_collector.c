@@ -157,7 +157,7 @@ static void pt_chunk_start(struct xpt_rec_chunk *c, uint32_t kind) {
   atomic_store_explicit(&c->state, XPT_REC_ACTIVE, memory_order_relaxed);
   c->kind = kind;
   atomic_store_explicit(&c->gen, atomic_fetch_add(&pt_rec.h->gen, 1) + 1, memory_order_relaxed);
-  atomic_store_explicit((_Atomic uint32_t *)&c->magic, XPT_REC_CHUNK_MAGIC, memory_order_release);
+  __atomic_store_n(&c->magic, XPT_REC_CHUNK_MAGIC, __ATOMIC_RELEASE);
 }
 
 /* A chunk to write into, or UINT64_MAX: flush, a free one from the
@@ -850,7 +850,7 @@ static void pt_rec_open_locked(void) {
   snprintf(hd->program, sizeof hd->program, "%s", xpt_program_name());
   atomic_store(&hd->dropped, atomic_exchange(&pt_lost_early, 0));
   atomic_store(&hd->state, XPT_REC_RECORDING);
-  atomic_store_explicit(&hd->magic, XPT_REC_MAGIC, memory_order_release);
+  __atomic_store_n(&hd->magic, XPT_REC_MAGIC, __ATOMIC_RELEASE);
   pt_rec.max_chunks = chunks;
   pt_rec.fd = fd;
   pt_rec.spill_fd = spill;
