@@ -3,6 +3,7 @@
  * metadata objects and user data (quoting, hex, object types, type
  * names).  Output goes to /dev/null. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int32_t obj = xptiRegisterObject(rest + cut, rest_len - cut, object_type);
   if (e && obj >= 0)
     xptiAddMetadata(e, "k", obj);
-  xptiNotifySubscribers(g_stream, type, NULL, e, 1, name);
+  /* User data is whatever the type says it is: a name only for function
+   * begin/end (a timed slice or function_with_args points at a struct). */
+  bool named = type == XPTI_TRACE_FUNCTION_BEGIN || type == XPTI_TRACE_FUNCTION_END;
+  xptiNotifySubscribers(g_stream, type, NULL, e, 1, named ? name : NULL);
   xptiNotifySubscribers(g_stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, 2, name);
   free(name);
   return 0;
