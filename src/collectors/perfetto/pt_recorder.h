@@ -1,0 +1,116 @@
+/* libxpti_perfetto.so internals shared by the recorder's files:
+ * pt_collector.c (the hot path, descriptions, set-up, the end of the run)
+ * and pt_chunks.c (chunks, thread states, ring owners). */
+#ifndef PT_RECORDER_H
+#define PT_RECORDER_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "xpt_rec.h"
+
+#define PT_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- clock: raw TSC ticks when invariant, else MONOTONIC ns ---- */
+
+#if defined(__x86_64__)
+#define PT_HAVE_TSC 1
+static inline uint64_t pt_ticks(void) { return __rdtsc(); }
+#else
+#define PT_HAVE_TSC 0
+static inline uint64_t pt_ticks(void) { return 0; } /* never chosen */
+#endif
+
+static inline uint64_t pt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- configuration (read once, at set-up) ---- */
+PT_HIDDEN extern bool pt_use_tsc;
+PT_HIDDEN extern uint32_t pt_policy;
+PT_HIDDEN extern uint64_t pt_budget;
+PT_HIDDEN extern uint32_t pt_chunk_size;
+
+/* ---- the recording and the threads writing it ---- */
+
+enum { PT_SEEN = 256 };
+#define PT_SEEN_EMPTY UINT64_MAX
+
+struct pt_rthread {
+  /* hot: the current chunk's data, its capacity, the next offset */
+  uint8_t *data;
+  uint32_t cap, off;
+  struct xpt_rec_chunk *cur; /* mapped; NULL: none yet */
+  struct xpt_rec_chunk *prev; /* the chunk before, still mapped: an
+                                 interrupted append may be writing into it */
+  uint64_t cur_index;
+  struct pt_owner *own; /* ring: what it holds */
+  uint64_t seen[PT_SEEN]; /* uids described (direct-mapped) */
+  pid_t pid, tid;
+  uint64_t segment;  /* segment number of this thread */
+  bool own_desc;     /* descriptions went into its own chunk: forget them with it */
+  /* Set while this thread records: a signal handler recording on the
+   * same thread meanwhile would write over the record being made, so its
+   * event is counted as dropped instead (rare: a window of a few ns). */
+  volatile bool busy;
+  struct pt_rthread *next_all, *next_free;
+};
+
+struct pt_recording {
+  int fd, spill_fd;
+  uint8_t *base; /* the whole file, shared-mapped */
+  size_t map_len;
+  struct xpt_rec_header *h; /* at base */
+  uint64_t max_chunks;      /* ring */
+  struct pt_owner **owner;   /* ring: chunk -> owner (NULL: free or dictionary) */
+  uint64_t *chunk_gen;       /* ring: when each chunk was taken */
+  pid_t pid;                 /* the process the recording belongs to */
+  char dir[4096], name[64];
+  bool failed;
+};
+PT_HIDDEN extern struct pt_recording pt_rec;
+
+PT_HIDDEN extern pthread_mutex_t pt_ring_lock;
+PT_HIDDEN extern pthread_mutex_t pt_free_lock;
+PT_HIDDEN extern struct pt_rthread *_Atomic pt_all;
+PT_HIDDEN extern struct pt_rthread *pt_free;
+PT_HIDDEN extern pthread_key_t pt_key;
+PT_HIDDEN extern _Atomic uint64_t pt_lost_early; /* before any recording could be made */
+
+PT_HIDDEN extern __thread struct pt_rthread *pt_tls __attribute__((tls_model("initial-exec")));
+
+static inline size_t pt_seen_slot(uint64_t uid) {
+  return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
+/* ---- pt_chunks.c ---- */
+PT_HIDDEN void pt_drop(uint64_t n);
+PT_HIDDEN struct xpt_rec_chunk *pt_chunk_map(uint64_t index);
+PT_HIDDEN void pt_chunk_start(struct xpt_rec_chunk *c, uint32_t kind);
+PT_HIDDEN uint64_t pt_chunk_fresh(void);
+PT_HIDDEN void pt_chunk_seal(struct xpt_rec_chunk *c);
+PT_HIDDEN void pt_block_signals(sigset_t *old);
+PT_HIDDEN void pt_restore_signals(const sigset_t *old);
+PT_HIDDEN void pt_append(uint8_t *data, uint32_t off, const struct xpt_rec_raw *r, const void *a,
+                         uint32_t alen, const void *b, uint32_t blen, const void *c,
+                         uint32_t clen);
+PT_HIDDEN bool pt_next_chunk(struct pt_rthread *t);
+PT_HIDDEN uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, struct xpt_rec_chunk **chunk,
+                              uint32_t *end);
+PT_HIDDEN void pt_commit(struct pt_rthread *t, struct xpt_rec_chunk *c, uint32_t end);
+PT_HIDDEN struct pt_rthread *pt_thread_new(void);
+PT_HIDDEN void pt_thread_exit(void *p);
+/* In a forked child: the parent's owners are the parent's. */
+PT_HIDDEN void pt_chunks_fork_child(void);
+
+#endif /* PT_RECORDER_H */
