@@ -322,12 +322,35 @@ unsigned pt_args_wanted(struct pt_seen *seen, bool fresh, const xpti_trace_event
 
 /* ---- graph: node index and flows ------------------------------------- */
 
+/* By time; at equal times nodes before edges, then as recorded. */
 static int pt_graph_cmp(const void *x, const void *y) {
   const struct pt_graph_rec *a = x, *b = y;
-  return a->ts < b->ts ? -1 : a->ts > b->ts;
+  if (a->ts != b->ts)
+    return a->ts < b->ts ? -1 : 1;
+  bool ea = a->type == XPTI_TRACE_EDGE_CREATE, eb = b->type == XPTI_TRACE_EDGE_CREATE;
+  if (ea != eb)
+    return ea ? 1 : -1;
+  return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* slot: uid -> index of the first node with it (index + 1, 0 empty) */
+static void pt_graph_index(const struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l) {
+  memset(l->slot, 0, l->cap * sizeof *l->slot);
+  for (size_t i = 0; i < n; i++) {
+    if (recs[i].type != XPTI_TRACE_NODE_CREATE || !recs[i].event)
+      continue;
+    uint64_t uid = recs[i].event->unique_id;
+    size_t j = (uid * 0x9e3779b97f4a7c15ull) & (l->cap - 1);
+    while (l->slot[j] && recs[l->slot[j] - 1].event->unique_id != uid)
+      j = (j + 1) & (l->cap - 1);
+    if (!l->slot[j])
+      l->slot[j] = i + 1;
+  }
 }
 
 bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l) {
+  for (size_t i = 0; i < n; i++)
+    recs[i].order = (uint32_t)i;
   qsort(recs, n, sizeof *recs, pt_graph_cmp);
   memset(l, 0, sizeof *l);
   size_t cap = 16;
@@ -346,16 +369,23 @@ bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l
   }
   for (size_t i = 0; i < n; i++)
     l->out_head[i] = l->in_head[i] = l->out_next[i] = l->in_next[i] = SIZE_MAX;
-  /* slot: uid -> index of the first node with it (index + 1, 0 empty) */
+  pt_graph_index(recs, n, l);
+  /* An edge is drawn at its own time, which a flow from its source node
+   * must not precede: one made before that node's instant (another
+   * thread's) waits for it. */
+  bool moved = false;
   for (size_t i = 0; i < n; i++) {
-    if (recs[i].type != XPTI_TRACE_NODE_CREATE || !recs[i].event)
+    if (recs[i].type != XPTI_TRACE_EDGE_CREATE || !recs[i].event)
       continue;
-    uint64_t uid = recs[i].event->unique_id;
-    size_t j = (uid * 0x9e3779b97f4a7c15ull) & (cap - 1);
-    while (l->slot[j] && recs[l->slot[j] - 1].event->unique_id != uid)
-      j = (j + 1) & (cap - 1);
-    if (!l->slot[j])
-      l->slot[j] = i + 1;
+    size_t src = pt_graph_node(recs, l, recs[i].event->source_id);
+    if (src != SIZE_MAX && recs[src].ts > recs[i].ts) {
+      recs[i].ts = recs[src].ts;
+      moved = true;
+    }
+  }
+  if (moved) {
+    qsort(recs, n, sizeof *recs, pt_graph_cmp);
+    pt_graph_index(recs, n, l);
   }
   for (size_t i = n; i-- > 0;) {
     if (recs[i].type != XPTI_TRACE_EDGE_CREATE || !recs[i].event)
@@ -371,6 +401,14 @@ bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l
     l->in_head[dst] = i;
   }
   return true;
+}
+
+void pt_edge_args(struct pt_args *a, const xpti_trace_event_data_t *edge, uint64_t instance,
+                  const xpti_trace_event_data_t *target) {
+  pt_collect_args(a, edge, instance, PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
+  if (a->n && !strcmp(a->v[0].name, "uid"))
+    a->v[0].name = "edge_uid";
+  pt_arg_uint(a, "uid", target->unique_id);
 }
 
 size_t pt_graph_node(const struct pt_graph_rec *recs, const struct pt_graph_links *l,

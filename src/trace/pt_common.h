@@ -42,11 +42,16 @@ struct pt_graph_links {
   size_t *out_head, *in_head, *out_next, *in_next;
   uint8_t *linked; /* edge i has both ends in the batch */
 };
-/* Sorts recs by time and links them; false when out of memory. */
+/* Sorts recs by time and links them (an edge whose source node comes
+ * later moves to the source's time, after it); false when out of memory. */
 PT_HIDDEN bool pt_graph_link(struct pt_graph_rec *recs, size_t n, struct pt_graph_links *l);
 PT_HIDDEN size_t pt_graph_node(const struct pt_graph_rec *recs, const struct pt_graph_links *l,
                                uint64_t uid);
 PT_HIDDEN void pt_graph_unlink(struct pt_graph_links *l);
+/* The annotations of an edge drawn as an instant of its target node:
+ * the edge's properties with its uid as edge_uid, and the target's uid. */
+PT_HIDDEN void pt_edge_args(struct pt_args *a, const xpti_trace_event_data_t *edge,
+                            uint64_t instance, const xpti_trace_event_data_t *target);
 /* A flow id unique in this process's trace (and across parent/child). */
 PT_HIDDEN uint64_t pt_flow_id(size_t edge_index, uint64_t base);
 
@@ -63,5 +68,14 @@ static inline pid_t pt_lane_tid(uint32_t track_index, uint32_t lane) {
   return (pid_t)(0x40000000u | (track_index << 12) | lane);
 }
 static inline uint64_t pt_graph_uuid(void) { return ((uint64_t)pt_proc.pid << 32) | 0xffffffffu; }
+/* JSON pseudo thread of the graph: above every tid (< 2^22), below the
+ * lanes (tid 0 would be folded into the main thread by importers). */
+static inline pid_t pt_graph_tid(void) { return (pid_t)0x3fffffff; }
+/* Every thread is named: the main thread after the program. */
+static inline const char *pt_thread_name(const struct pt_thread *t) {
+  if (t->name[0])
+    return t->name;
+  return t->tid == t->pid && pt_proc.program[0] ? pt_proc.program : "thread";
+}
 
 #endif /* PT_COMMON_H */

@@ -325,7 +325,7 @@ static void fin_graph_add(struct fin *f, const struct pt_rec *r) {
     f->graph_cap = cap;
   }
   f->graph[f->graph_n++] =
-      (struct pt_graph_rec){r->ts, r->event, r->instance, r->type, r->stream};
+      (struct pt_graph_rec){r->ts, r->event, r->instance, r->type, r->stream, 0};
 }
 
 static const struct pt_encoder *fin_enc;
@@ -352,19 +352,111 @@ static void fin_out_flush(struct fin *f) {
   f->out.len = 0;
 }
 
+/* ---- whole slices: the halves whose other half was not recorded ------- */
+
+/* A record's place: segment index << 32 | offset. */
+static inline uint64_t fin_pos(size_t seg, uint32_t off) { return (uint64_t)seg << 32 | off; }
+
+struct fin_open {
+  uint64_t uid, instance, pos;
+};
+
+struct fin_drops {
+  uint64_t *pos; /* sorted */
+  size_t n, cap, next;
+};
+
+static bool fin_drops_add(struct fin_drops *d, uint64_t pos) {
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 64;
+    uint64_t *p = realloc(d->pos, cap * sizeof *p);
+    if (!p)
+      return false;
+    d->pos = p;
+    d->cap = cap;
+  }
+  d->pos[d->n++] = pos;
+  return true;
+}
+
+/* Pairs the begins and ends of a thread's segments [first, end) by trace
+ * point (0: a NULL event; ends carry no name) and instance, innermost
+ * first, and lists
+ * what has no other half: an end whose begin was lost (ring: the chunk
+ * was taken back), a begin an enclosing end closed (its own end was
+ * lost), and, when anything was lost, a begin still open at the end.
+ * Drawn, each would nest later slices under one they did not run in. */
+static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *d) {
+  struct fin_open *open = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = first; i < end; i++) {
+    const struct fin_seg *s = &f->segs[i];
+    for (uint32_t off = s->from; off < s->to;) {
+      struct xpt_rec_raw raw;
+      memcpy(&raw, s->data + off, sizeof raw);
+      uint32_t at = off;
+      off += xpt_rec_size(raw.len);
+      if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
+        continue;
+      enum pt_kind kind = pt_kind_of(raw.type);
+      if (kind != PT_KIND_BEGIN && kind != PT_KIND_END)
+        continue;
+      struct fin_open o = {raw.uid, raw.instance, fin_pos(i, at)};
+      if (kind == PT_KIND_BEGIN) {
+        if (n == cap) {
+          size_t c = cap ? cap * 2 : 64;
+          struct fin_open *p = realloc(open, c * sizeof *p);
+          if (!p) {
+            fin_drops_add(d, o.pos); /* cannot pair it: drop rather than guess */
+            continue;
+          }
+          open = p;
+          cap = c;
+        }
+        open[n++] = o;
+        continue;
+      }
+      size_t j = n;
+      while (j > 0 && (open[j - 1].uid != o.uid || open[j - 1].instance != o.instance))
+        j--;
+      if (j == 0) {
+        fin_drops_add(d, o.pos);
+        continue;
+      }
+      while (n > j)
+        fin_drops_add(d, open[--n].pos);
+      n--;
+    }
+  }
+  bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
+  for (size_t k = 0; lost && k < n; k++)
+    fin_drops_add(d, open[k].pos);
+  free(open);
+  if (d->n > 1)
+    qsort(d->pos, d->n, sizeof *d->pos, fin_u64_cmp);
+}
+
 /* Encode one segment's records; ts never goes back on a thread. */
-static void fin_encode_segment(struct fin *f, struct pt_thread *t, const struct fin_seg *s) {
+static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
+                               struct fin_drops *d) {
   _Alignas(16) uint8_t buf[sizeof(struct pt_rec) + 1024];
+  const struct fin_seg *s = &f->segs[seg];
   uint32_t off = s->from;
   while (off < s->to) {
     struct xpt_rec_raw raw;
     memcpy(&raw, s->data + off, sizeof raw);
     uint32_t size = xpt_rec_size(raw.len);
+    uint64_t pos = fin_pos(seg, off);
     off += size;
     if (raw.kind == XPT_REC_DESC || raw.kind == XPT_REC_THREAD)
       continue;
     if (raw.len > sizeof buf - sizeof(struct pt_rec) || raw.kind > XPT_REC_EDGE) {
       f->damaged++;
+      continue;
+    }
+    if (d->next < d->n && d->pos[d->next] == pos) {
+      d->next++;
+      f->damaged++; /* counted with the dropped events */
       continue;
     }
     f->records++;
@@ -421,8 +513,15 @@ static void fin_encode(struct fin *f) {
     t.tid = (pid_t)(uint32_t)f->segs[i].key;
     t.index = (uint32_t)n + 1;
     memcpy(t.name, f->segs[i].name, sizeof t.name);
-    for (; i < f->segs_n && f->segs[i].key == f->segs[order[n].first].key; i++)
-      fin_encode_segment(f, &t, &f->segs[i]);
+    size_t end = i;
+    while (end < f->segs_n && f->segs[end].key == f->segs[i].key)
+      end++;
+    struct fin_drops drops = {0};
+    fin_pair(f, i, end, &drops);
+    for (; i < end; i++)
+      fin_encode_segment(f, &t, i, &drops);
+    free(drops.pos);
+    free(t.open);
     free(t.seq.interned);
     free(t.seq.seen);
   }

@@ -91,6 +91,12 @@ struct pt_thread {
   char name[24];
   uint64_t last_ns; /* timestamps never go back on a thread */
   struct pt_seq seq;
+  /* JSON: the open slices' names (interned) and streams, for their ends */
+  struct pt_open_slice {
+    const char *name;
+    uint8_t stream;
+  } *open;
+  size_t open_n, open_cap;
 };
 
 /* ---- global state of the finisher (pt_finish.c) ---- */
@@ -141,6 +147,7 @@ struct pt_graph_rec {
   uint64_t instance;
   uint16_t type;
   uint8_t stream;
+  uint32_t order; /* ties of equal times keep it (set by pt_graph_link) */
 };
 
 /* A device slice as the encoders write it: absolute MONOTONIC ns, on a

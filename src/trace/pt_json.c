@@ -1,6 +1,7 @@
 /* Chrome trace event format (JSON object with a traceEvents array):
  * B/E slices, i instants, X graph nodes, s/f flows, M names. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pt_common.h"
@@ -82,20 +83,40 @@ static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const stru
   if (!t->seq.started) {
     pt_seq_reset(&t->seq);
     t->seq.started = true;
-    json_meta(b, "thread_name", t->tid, t->name[0] ? t->name : "thread");
+    json_meta(b, "thread_name", t->tid, pt_thread_name(t));
   }
   enum pt_kind kind = pt_kind_of(r->type);
   if (kind == PT_KIND_END) {
+    /* Named as its begin: viewers that match ends by name need it (the
+     * finisher writes no end without its begin). */
     json_open(b, "E", ts, t->tid);
+    if (t->open_n) {
+      const struct pt_open_slice *o = &t->open[--t->open_n];
+      if (o->name)
+        json_names(b, o->name, pt_stream_name(o->stream));
+    }
     pt_buf_str(b, "}");
     return;
   }
   char namebuf[PT_NAME_MAX + 1];
   static struct pt_args args; /* the writer is serialised */
+  const char *name = pt_rec_name(r, namebuf, sizeof namebuf);
+  if (kind == PT_KIND_BEGIN) {
+    if (t->open_n == t->open_cap) {
+      size_t cap = t->open_cap ? t->open_cap * 2 : 16;
+      struct pt_open_slice *o = realloc(t->open, cap * sizeof *o);
+      if (o) {
+        t->open = o;
+        t->open_cap = cap;
+      }
+    }
+    if (t->open_n < t->open_cap)
+      t->open[t->open_n++] = (struct pt_open_slice){pt_str_intern(name, strlen(name)), r->stream};
+  }
   json_open(b, kind == PT_KIND_BEGIN ? "B" : "i", ts, t->tid);
   if (kind == PT_KIND_INSTANT)
     pt_buf_str(b, ",\"s\":\"t\"");
-  json_names(b, pt_rec_name(r, namebuf, sizeof namebuf), pt_stream_name(r->stream));
+  json_names(b, name, pt_stream_name(r->stream));
   bool fresh = false;
   struct pt_seen *seen = r->event ? pt_seq_seen(&t->seq, r->event, &fresh) : NULL;
   pt_collect_args(&args, r->event, r->instance, pt_args_wanted(seen, fresh, r->event));
@@ -103,37 +124,47 @@ static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const stru
   pt_buf_str(b, "}");
 }
 
-/* Graph records go on a pseudo thread (tid 0) named "graph". */
+/* Graph records go on a pseudo thread named "graph"; a linked edge is an
+ * instant of its target node at the edge's time (as in pt_proto.c). */
 static void json_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
   struct pt_graph_links l;
   if (!pt_graph_link(recs, n, &l))
     return;
+  pid_t tid = pt_graph_tid();
   if (!json_edges_emitted)
-    json_meta(b, "thread_name", 0, "graph");
+    json_meta(b, "thread_name", tid, "graph");
   static struct pt_args args;
   for (size_t i = 0; i < n; i++) {
     const struct pt_graph_rec *g = &recs[i];
-    if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
-      continue;
     struct pt_rec r = {.ts = g->ts, .event = g->event, .instance = g->instance, .type = g->type,
                        .stream = g->stream};
+    bool edge = g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i];
+    const struct pt_graph_rec *target =
+        edge ? &recs[pt_graph_node(recs, &l, g->event->target_id)] : NULL;
+    if (target) {
+      r.event = target->event;
+      r.type = target->type;
+    }
     char namebuf[PT_NAME_MAX + 1];
-    json_open(b, "X", g->ts, 0);
+    json_open(b, "X", g->ts, tid);
     pt_buf_str(b, ",\"dur\":0");
     json_names(b, pt_rec_name(&r, namebuf, sizeof namebuf), pt_stream_name(g->stream));
-    pt_collect_args(&args, g->event, g->instance,
-                    PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
+    if (target)
+      pt_edge_args(&args, g->event, g->instance, target->event);
+    else
+      pt_collect_args(&args, g->event, g->instance,
+                      PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
     json_args(b, &args);
     pt_buf_str(b, "}");
     for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e]) {
-      json_open(b, "s", g->ts, 0);
+      json_open(b, "s", g->ts, tid);
       pt_buf_printf(b, ",\"name\":\"edge\",\"cat\":\"graph\",\"id\":%" PRIu64 "}",
                     pt_flow_id(e, json_edges_emitted + 1));
     }
-    for (size_t e = l.in_head[i]; e != SIZE_MAX; e = l.in_next[e]) {
-      json_open(b, "f", g->ts, 0);
+    if (edge) {
+      json_open(b, "f", g->ts, tid);
       pt_buf_printf(b, ",\"bp\":\"e\",\"name\":\"edge\",\"cat\":\"graph\",\"id\":%" PRIu64 "}",
-                    pt_flow_id(e, json_edges_emitted + 1));
+                    pt_flow_id(i, json_edges_emitted + 1));
     }
   }
   json_edges_emitted += n;

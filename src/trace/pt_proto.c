@@ -78,8 +78,8 @@ enum { BIT_NAME = 1, BIT_CATEGORY = 2, BIT_ANNOTATION = 4 };
 
 /* Sequence ids cost a varint on every packet: the first process uses
  * 1 (writer) and 2..127 (threads), one byte each.  A forked child, and
- * threads past the 126th, use ids made from the pid (so that a parent's
- * and its children's traces can be concatenated). */
+ * threads past the 126th, use ids made from the pid (distinct from its
+ * parent's, for a merge tool). */
 static uint32_t pt_pid_seq(uint32_t index) {
   return ((((uint32_t)pt_proc.pid & 0x7fff) + 1) << 16) | (index & 0xffff);
 }
@@ -162,8 +162,7 @@ static void proto_seq_start(struct pt_buf *b, struct pt_thread *t, uint64_t t0) 
   size_t th = pb_open(b, TD_THREAD);
   pb_uint(b, THD_PID, (uint64_t)t->pid);
   pb_uint(b, THD_TID, (uint64_t)t->tid);
-  if (t->name[0])
-    pb_string(b, THD_NAME, t->name);
+  pb_string(b, THD_NAME, pt_thread_name(t));
   pb_close(b, th);
   pb_close(b, td);
   pb_close(b, p);
@@ -412,21 +411,31 @@ static void proto_graph(struct pt_buf *b, struct pt_graph_rec *recs, size_t n) {
   static struct pt_args args;
   for (size_t i = 0; i < n; i++) {
     const struct pt_graph_rec *g = &recs[i];
-    if (g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i])
-      continue; /* drawn as a flow between its nodes */
     struct pt_rec r = {.ts = g->ts, .event = g->event, .instance = g->instance, .type = g->type,
                        .stream = g->stream};
+    /* A linked edge: an instant of its target node at the edge's time,
+     * ending the flow begun on its source node (see pt_graph_link). */
+    bool edge = g->type == XPTI_TRACE_EDGE_CREATE && l.linked[i];
+    const struct pt_graph_rec *target =
+        edge ? &recs[pt_graph_node(recs, &l, g->event->target_id)] : NULL;
+    if (target) {
+      r.event = target->event;
+      r.type = target->type;
+    }
     char namebuf[PT_NAME_MAX + 1];
     const char *name = pt_rec_name(&r, namebuf, sizeof namebuf);
     size_t te;
     size_t p = proto_writer_instant(b, g->ts, pt_graph_uuid(), name, pt_stream_name(g->stream), &te);
-    pt_collect_args(&args, g->event, g->instance,
-                    PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
+    if (target)
+      pt_edge_args(&args, g->event, g->instance, target->event);
+    else
+      pt_collect_args(&args, g->event, g->instance,
+                      PT_ARGS_PROPS | (pt_annotate_all ? PT_ARGS_INSTANCE : 0));
     pb_plain_args(b, &args);
     for (size_t e = l.out_head[i]; e != SIZE_MAX; e = l.out_next[e])
       pb_fixed64(b, TE_FLOW_IDS, pt_flow_id(e, pt_edges_emitted));
-    for (size_t e = l.in_head[i]; e != SIZE_MAX; e = l.in_next[e])
-      pb_fixed64(b, TE_TERMINATING_FLOW_IDS, pt_flow_id(e, pt_edges_emitted));
+    if (edge)
+      pb_fixed64(b, TE_TERMINATING_FLOW_IDS, pt_flow_id(i, pt_edges_emitted));
     pb_close(b, te);
     pb_close(b, p);
   }

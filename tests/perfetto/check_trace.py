@@ -6,9 +6,10 @@
 
 Expectations (all optional): --slices N (matched begin/end slices),
 --instants N (instants on thread tracks), --nodes N (graph instants),
---flows N (complete flow arrows), --min-dropped N, --total N (records:
-slice begins + ends + instants + graph + dropped must equal N; implies
-that unmatched begins/ends are allowed because drops cut slices),
+--flows N (complete flow arrows), --edges N (edge_create records on the
+graph track), --min-dropped N, --total N (records: slice begins + ends +
+instants + graph nodes + edges + dropped must equal N: the finisher drops
+whole slices, counting each half),
 --name NAME=COUNT (slices or instants with that name), --threads N,
 --clock-samples N (instants named "clock <ns>": each lies between its own
 <ns> and the next one's, within 100 us: the TSC-to-ns conversion),
@@ -21,8 +22,14 @@ starts with PREFIX), --device-flows N / --min-device-flows N (flows with both en
 device slices; each must start no later than it ends), --device-min-dur NS
 (every device slice lasts at least that), --window START,END (every device
 slice lies within, MONOTONIC ns), --any-flow-order (a device flow may end
-before it starts), --allow-unmatched (a process killed mid-slice).  Every lane's slices must be properly
-nested and in time order.
+before it starts), --allow-unmatched (a process killed mid-slice: begins
+still open at the end of their track).  Always checked: every track's
+slices are properly nested (no end without its begin; JSON ends carry
+their begin's name and category), every thread is named, no graph event
+on a real thread (JSON tid 0), and every graph edge whose two nodes are in
+the trace is a flow from an event of its source node (annotation uid =
+the edge's source_uid) to an instant of its target node (uid =
+target_uid, edge_uid = the edge), never ending before it starts.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -33,6 +40,7 @@ import sys
 
 MONOTONIC = 3
 LANE_TID = 1 << 30  # JSON pseudo threads of device lanes
+TID_LIMIT = 1 << 22  # real tids are below (pid_max)
 ANY_FLOW_ORDER = "--any-flow-order" in sys.argv
 INCREMENTAL_MIN = 64
 
@@ -94,7 +102,10 @@ class Summary:
         self.flows = 0
         self.begins = 0
         self.ends = 0
-        self.unmatched = 0
+        self.unmatched = 0  # ends without a begin
+        self.open = 0  # begins still open at the end
+        self.edges = 0
+        self.graph = []  # graph events: dicts name, ts, idx, anns, out, in
         self.dropped = 0
         self.names = {}
         self.threads = set()
@@ -106,6 +117,58 @@ class Summary:
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
+
+
+def annotations(te, names):
+    """A track event's debug annotations: name -> value."""
+    out = {}
+    for a in te.get("debug_annotations", []):
+        n = one(a, "name")
+        if n is None:
+            n = names.get(one(a, "name_iid"))
+        for k in ("uint_value", "int_value", "string_value", "bool_value", "double_value"):
+            if k in a:
+                out[n] = one(a, k)
+    return out
+
+
+def check_graph(s, starts):
+    """Every edge whose nodes are both in the trace is a flow from its
+    source node to an instant of its target node, in time order.
+    starts: flow id -> the graph event it starts on."""
+    nodes = set()
+    for g in s.graph:
+        if "edge_uid" not in g["anns"] and not ("source_uid" in g["anns"] and
+                                                 "target_uid" in g["anns"]):
+            if "uid" in g["anns"]:
+                nodes.add(g["anns"]["uid"])
+    for g in s.graph:
+        a = g["anns"]
+        if "edge_uid" in a:
+            s.edges += 1
+            if a.get("uid") != a.get("target_uid"):
+                fail("edge %s drawn on %r (uid %s), not on its target %s" %
+                     (a["edge_uid"], g["name"], a.get("uid"), a.get("target_uid")))
+            if len(g["in"]) != 1:
+                fail("edge %s ends %d flows" % (a["edge_uid"], len(g["in"])))
+            f = g["in"][0]
+            src = starts.get(f)
+            if src is None:
+                fail("edge %s: flow %s has no start" % (a["edge_uid"], f))
+            if src["anns"].get("uid") != a.get("source_uid"):
+                fail("edge %s: flow starts on %r (uid %s), not on its source %s" %
+                     (a["edge_uid"], src["name"], src["anns"].get("uid"), a.get("source_uid")))
+            if (src["ts"], src["idx"]) >= (g["ts"], g["idx"]):
+                fail("edge %s: flow from %r at %d does not precede its end at %d" %
+                     (a["edge_uid"], src["name"], src["ts"], g["ts"]))
+        elif "source_uid" in a and "target_uid" in a:
+            s.edges += 1
+            if a["source_uid"] in nodes and a["target_uid"] in nodes:
+                fail("edge %s (%r) between two nodes of the trace is not a flow" %
+                     (a.get("uid"), g["name"]))
+    for g in s.graph:
+        if g["in"] and "edge_uid" not in g["anns"]:
+            fail("graph event %r ends a flow but is no edge" % g["name"])
 
 
 def check_proto(proto_file, trace, args):
@@ -125,6 +188,7 @@ def check_proto(proto_file, trace, args):
     flow_starts = {}
     flow_ends = {}
     flow_at = {}
+    graph_starts = {}
     for i, p in enumerate(packets):
         seq_id = one(p, "trusted_packet_sequence_id", 0)
         if not seq_id:
@@ -172,6 +236,8 @@ def check_proto(proto_file, trace, args):
             th = one(td, "thread")
             if th:
                 s.threads.add((one(th, "pid"), one(th, "tid")))
+                if not one(th, "thread_name"):
+                    fail("thread %s has no name" % one(th, "tid"))
         # timestamp in MONOTONIC ns
         ts = None
         if "timestamp" in p:
@@ -225,6 +291,12 @@ def check_proto(proto_file, trace, args):
             flow_at.setdefault(f, [None, None])[0] = (is_lane, ts)
         for f in te.get("terminating_flow_ids", []):
             flow_at.setdefault(f, [None, None])[1] = (is_lane, ts)
+        if one(tdesc, "name") == "graph" and "parent_uuid" in tdesc:
+            g = {"name": name, "ts": ts, "idx": i, "anns": annotations(te, st["anns"]),
+                 "out": te.get("flow_ids", []), "in": te.get("terminating_flow_ids", [])}
+            s.graph.append(g)
+            for f in g["out"]:
+                graph_starts[f] = g
         stack = stacks.setdefault(track, [])
         if etype in ("TYPE_SLICE_BEGIN", "TYPE_INSTANT") and te.get("debug_annotations") and \
                 name != "xptrace: dropped events" and one(tracks[track], "name") != "graph":
@@ -255,6 +327,9 @@ def check_proto(proto_file, trace, args):
             if name.startswith("clock "):
                 s.clock.append((int(name[6:]), ts))
             if one(tracks[track], "name") == "graph":
+                a = s.graph[-1]["anns"]
+                if "edge_uid" in a or ("source_uid" in a and "target_uid" in a):
+                    continue  # an edge (check_graph counts them)
                 s.nodes += 1
             else:
                 s.instants += 1
@@ -270,7 +345,8 @@ def check_proto(proto_file, trace, args):
         if f not in flow_starts:
             fail("flow %d ends without a start" % f)
     count_device_flows(s, flow_at)
-    s.unmatched += sum(len(v) for v in stacks.values())
+    check_graph(s, graph_starts)
+    s.open += sum(len(v) for v in stacks.values())
     return s
 
 
@@ -294,22 +370,39 @@ def check_json(trace, args):
     ends = {}
     flow_at = {}
     x_stacks = {}
-    for e in events:
+    graph_starts = {}
+    last_graph = None
+    for idx, e in enumerate(events):
         ph = e["ph"]
         key = (e["pid"], e["tid"])
+        if e["tid"] == 0:
+            fail("an event on tid 0 (importers fold it into the main thread): %s" % e)
         if ph == "M":
             if e["name"] == "thread_name":
                 thread_names[key] = e["args"]["name"]
                 if e["tid"] >= LANE_TID:
                     s.lanes[key] = e["args"]["name"]
-                elif e["tid"] != 0:
+                elif e["tid"] < TID_LIMIT:
                     s.threads.add(key)
             continue
+        if e["tid"] < TID_LIMIT and ph in "BEi" and key not in thread_names and \
+                e.get("s") != "p":
+            fail("thread %s has no thread_name before its first event" % e["tid"])
+        is_graph = thread_names.get(key) == "graph" and TID_LIMIT <= e["tid"] < LANE_TID
         ts = float(e["ts"])
         is_lane = e["tid"] >= LANE_TID
         if ph in "sf":
             flow_at.setdefault(e["id"], [None, None])[0 if ph == "s" else 1] = \
                 (is_lane, round(ts * 1000))
+            if is_graph:
+                # a graph flow event follows the graph event it binds to
+                if last_graph is None or last_graph["key"] != key or last_graph["ts"] != ts:
+                    fail("graph flow %s at %s follows no graph event of its time" % (e["id"], ts))
+                if ph == "s":
+                    last_graph["out"].append(e["id"])
+                    graph_starts[e["id"]] = last_graph
+                else:
+                    last_graph["in"].append(e["id"])
         if ph in "BEiX":
             if ts < last_ts.get(key, 0):
                 fail("timestamps go back on %s" % (key,))
@@ -319,14 +412,18 @@ def check_json(trace, args):
             s.annotated += 1
         if ph == "B":
             s.begins += 1
-            stack.append(e["name"])
+            stack.append((e["name"], e.get("cat")))
         elif ph == "E":
             s.ends += 1
             if not stack:
                 s.unmatched += 1
             else:
                 s.slices += 1
-                s.name(stack.pop())
+                bname, bcat = stack.pop()
+                if e.get("name") != bname or e.get("cat") != bcat:
+                    fail("end %r/%r of slice %r/%r on %s" % (e.get("name"), e.get("cat"),
+                                                            bname, bcat, key))
+                s.name(bname)
         elif ph == "i":
             if e["name"] == "xptrace: dropped events":
                 s.dropped = max(s.dropped, e["args"]["dropped"])
@@ -352,6 +449,14 @@ def check_json(trace, args):
             s.name(e["name"])
             s.dev_slices.append((s.lanes[key], begin, end))
         elif ph == "X":
+            if not is_graph:
+                fail("X event %r on %s, neither a lane nor the graph" % (e["name"], key))
+            last_graph = {"key": key, "name": e["name"], "ts": ts, "idx": idx,
+                          "anns": e.get("args", {}), "out": [], "in": []}
+            s.graph.append(last_graph)
+            a = last_graph["anns"]
+            if "edge_uid" in a or ("source_uid" in a and "target_uid" in a):
+                continue
             s.nodes += 1
             s.name(e["name"])
         elif ph == "s":
@@ -365,7 +470,8 @@ def check_json(trace, args):
             fail("flow %s unbalanced" % f)
         s.flows += 1
     count_device_flows(s, flow_at)
-    s.unmatched += sum(len(v) for v in stacks.values())
+    check_graph(s, graph_starts)
+    s.open += sum(len(v) for v in stacks.values())
     return s
 
 
@@ -430,7 +536,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("format", choices=["proto", "json"])
     ap.add_argument("files", nargs="+")
-    for opt in ("slices", "instants", "nodes", "flows", "min_dropped", "total", "threads",
+    for opt in ("slices", "instants", "nodes", "edges", "flows", "min_dropped", "total", "threads",
                 "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
                 "min_device_flows", "device_min_dur"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
@@ -447,12 +553,15 @@ def main():
         s = check_proto(a.files[0], a.files[1], a)
     else:
         s = check_json(a.files[0], a)
-    print("check_trace: slices=%d instants=%d nodes=%d flows=%d begins=%d ends=%d unmatched=%d "
-          "dropped=%d threads=%d" % (s.slices, s.instants, s.nodes, s.flows, s.begins, s.ends,
-                                     s.unmatched, s.dropped, len(s.threads)))
-    if a.total is None and s.unmatched and not a.allow_unmatched:
-        fail("%d begin/end events without their other half" % s.unmatched)
-    for opt in ("slices", "instants", "nodes", "flows", "threads", "annotated"):
+    print("check_trace: slices=%d instants=%d nodes=%d edges=%d flows=%d begins=%d ends=%d "
+          "unmatched=%d open=%d dropped=%d threads=%d" %
+          (s.slices, s.instants, s.nodes, s.edges, s.flows, s.begins, s.ends, s.unmatched,
+           s.open, s.dropped, len(s.threads)))
+    if s.unmatched:
+        fail("%d slice ends without their begin" % s.unmatched)
+    if s.open and not a.allow_unmatched:
+        fail("%d slice begins without their end" % s.open)
+    for opt in ("slices", "instants", "nodes", "edges", "flows", "threads", "annotated"):
         want = getattr(a, opt)
         got = getattr(s, opt) if opt != "threads" else len(s.threads)
         if want is not None and want != got:
@@ -461,7 +570,7 @@ def main():
         fail("expected at least %d dropped events recorded in the trace, found %d" %
              (a.min_dropped, s.dropped))
     if a.total is not None:
-        got = s.begins + s.ends + s.instants + s.nodes + s.dropped
+        got = s.begins + s.ends + s.instants + s.nodes + s.edges + s.dropped
         if got != a.total:
             fail("recorded + dropped = %d, expected %d" % (got, a.total))
     if a.max_bytes_per_slice is not None:

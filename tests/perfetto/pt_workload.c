@@ -10,6 +10,10 @@
  *     graph nodes on two tracks, sent out of time order, in two batches
  *     300 ms apart, one track from another thread, with 5 edges (see
  *     record_device).
+ *   pt_workload graph-back: a graph whose edges go back in time (see
+ *     record_graph_back; nothing else).
+ *   pt_workload nested <nthreads> <iterations>: each thread nests three
+ *     slices (outer, mid, inner) per iteration (nothing else).
  * Every mode records:  main thread: TASK_COUNT task slices (with an
  * event), NAMED_COUNT function slices with a NULL event (name in
  * user_data), INSTANT_COUNT signal instants, and a graph of 3 nodes and
@@ -114,6 +118,43 @@ static int record_clock(void) {
     xptiNotifySubscribers(stream, XPTI_TRACE_DIAGNOSTICS, NULL, NULL, (uint64_t)i, name);
     nanosleep(&pause_for, NULL);
   }
+  return 0;
+}
+
+/* Nodes w, k, r made in this order, then edges w->k, k->r and, like
+ * OpenCL's read of one round -> write of the next, r->w and r->k whose
+ * source node came after the target's; late->w is sent before late's
+ * node (another thread's order); w->ghost names a node never made.
+ * 5 nodes (graph included), 6 edges, 5 flows. */
+static xpti_trace_event_data_t *graph_event(const char *name, uint32_t line) {
+  xpti_payload_t p = xpti_payload_make(name, "pt_workload.c", line, 1, NULL);
+  return xptiMakeEvent(name, &p, XPTI_EVENT_GRAPH, XPTI_ACTIVITY_ACTIVE, NULL);
+}
+
+static void graph_edge(xpti_trace_event_data_t *g, const xpti_trace_event_data_t *from,
+                       uint64_t to_uid, uint32_t line) {
+  xpti_trace_event_data_t *e = graph_event("back_edge", line);
+  e->source_id = from->unique_id;
+  e->target_id = to_uid;
+  e->flags |= XPTI_EVENT_SOURCE_UID_AVAILABLE | XPTI_EVENT_TARGET_UID_AVAILABLE;
+  xptiNotifySubscribers(stream, XPTI_TRACE_EDGE_CREATE, g, e, 1, NULL);
+}
+
+static int record_graph_back(void) {
+  xpti_trace_event_data_t *g = graph_event("back_graph", 300);
+  xptiNotifySubscribers(stream, XPTI_TRACE_GRAPH_CREATE, NULL, g, 1, NULL);
+  xpti_trace_event_data_t *w = graph_event("back_w", 301), *k = graph_event("back_k", 302),
+                          *r = graph_event("back_r", 303), *late = graph_event("back_late", 304);
+  xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, w, 1, NULL);
+  xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, k, 1, NULL);
+  xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, r, 1, NULL);
+  graph_edge(g, w, k->unique_id, 310);
+  graph_edge(g, k, r->unique_id, 311);
+  graph_edge(g, r, w->unique_id, 312);
+  graph_edge(g, r, k->unique_id, 313);
+  graph_edge(g, late, w->unique_id, 314);
+  graph_edge(g, w, 0xfeedull << 32, 315);
+  xptiNotifySubscribers(stream, XPTI_TRACE_NODE_CREATE, g, late, 1, NULL);
   return 0;
 }
 
@@ -250,6 +291,39 @@ static int run_threads(int n, long pairs) {
   return 0;
 }
 
+static long nested_iterations;
+
+static void *nested_main(void *arg) {
+  xpti_trace_event_data_t **ev = arg;
+  pthread_barrier_wait(&barrier);
+  for (long i = 0; i < nested_iterations; i++) {
+    for (int d = 0; d < 3; d++)
+      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev[d], (uint64_t)i, NULL);
+    for (int d = 2; d >= 0; d--)
+      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev[d], (uint64_t)i, NULL);
+  }
+  return NULL;
+}
+
+static int run_nested(int n, long iterations) {
+  nested_iterations = iterations;
+  pthread_t th[64];
+  if (n > 64)
+    n = 64;
+  pthread_barrier_init(&barrier, NULL, (unsigned)n);
+  static xpti_trace_event_data_t *ev[3];
+  const char *names[3] = {"outer", "mid", "inner"};
+  for (int d = 0; d < 3; d++) {
+    xpti_payload_t p = xpti_payload_make(names[d], "pt_workload.c", 130 + (uint32_t)d, 1, NULL);
+    ev[d] = xptiMakeEvent(names[d], &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  }
+  for (int i = 0; i < n; i++)
+    pthread_create(&th[i], NULL, nested_main, ev);
+  for (int i = 0; i < n; i++)
+    pthread_join(th[i], NULL);
+  return 0;
+}
+
 static void *exit_thread_main(void *arg) {
   (void)arg;
   record_basic();
@@ -265,6 +339,10 @@ int main(int argc, char **argv) {
   stream = xptiRegisterStream("pt.test");
   if (!strcmp(mode, "threads"))
     return run_threads(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "nested"))
+    return run_nested(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "graph-back"))
+    return record_graph_back();
   if (!strcmp(mode, "clock"))
     return record_clock();
   if (!strcmp(mode, "user-late"))
