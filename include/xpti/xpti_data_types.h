@@ -91,6 +91,13 @@ typedef enum xpti_trace_point_type_t {
   XPTI_TRACE_MEM_ALLOC_END = XPTI_TRACE_POINT_END(16),
   XPTI_TRACE_MEM_RELEASE_BEGIN = XPTI_TRACE_POINT_BEGIN(17),
   XPTI_TRACE_MEM_RELEASE_END = XPTI_TRACE_POINT_END(17),
+  XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_CONSTRUCT = XPTI_TRACE_POINT_BEGIN(18),
+  XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_DESTRUCT = XPTI_TRACE_POINT_END(18),
+  XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_ASSOCIATE = XPTI_TRACE_POINT_BEGIN(19),
+  XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_RELEASE = XPTI_TRACE_POINT_END(19),
+  XPTI_TRACE_OFFLOAD_ALLOC_ACCESSOR = XPTI_TRACE_POINT_BEGIN(20),
+  XPTI_TRACE_QUEUE_CREATE = XPTI_TRACE_POINT_BEGIN(21),
+  XPTI_TRACE_QUEUE_DESTROY = XPTI_TRACE_POINT_END(21),
   XPTI_TRACE_DIAGNOSTICS = XPTI_TRACE_POINT_BEGIN(63),
   XPTI_TRACE_USER_DEFINED = 1 << 7
 } xpti_trace_point_type_t;
@@ -157,6 +164,19 @@ typedef struct xpti_uid_t {
   uint64_t p1; /* source file string id << 32 | function string id */
   uint64_t p2; /* line << 32 | column */
   uint64_t p3; /* code pointer when the payload has no name or file */
+#ifdef __cplusplus
+  /* Intel's helpers; members add nothing to the layout. */
+  uint64_t hash() const {
+    uint64_t h = p1 * 0x9e3779b97f4a7c15ull ^ p2;
+    h ^= h >> 31;
+    return (h * 0xbf58476d1ce4e5b9ull) ^ p3;
+  }
+  bool operator==(const xpti_uid_t &o) const { return p1 == o.p1 && p2 == o.p2 && p3 == o.p3; }
+  bool operator!=(const xpti_uid_t &o) const { return !(*this == o); }
+  bool operator<(const xpti_uid_t &o) const {
+    return p1 != o.p1 ? p1 < o.p1 : p2 != o.p2 ? p2 < o.p2 : p3 < o.p3;
+  }
+#endif
 } xpti_uid_t;
 
 /* A trace point's description: 80 bytes on LP64. */
@@ -170,6 +190,53 @@ typedef struct xpti_payload_t {
   uint64_t internal; /* the universal ID once registered */
   uint64_t flags;
   xpti_uid_t uid;
+#ifdef __cplusplus
+  /* Intel's xpti::payload_t constructors (xpti_trace_framework.hpp names
+   * the type); defined in the struct so that pointers the C API returns
+   * convert without casts.  Flags as xpti_payload_make sets them. */
+  xpti_payload_t()
+      : name(nullptr), stack_trace(nullptr), source_file(nullptr), line_no(XPTI_INVALID_LINE),
+        column_no(XPTI_INVALID_LINE), code_ptr_va(nullptr), internal(0), flags(0), uid() {}
+  explicit xpti_payload_t(const void *code_ptr) : xpti_payload_t() { set(nullptr, code_ptr); }
+  explicit xpti_payload_t(const char *func_name) : xpti_payload_t() { set(func_name, nullptr); }
+  xpti_payload_t(const char *func_name, const void *code_ptr) : xpti_payload_t() {
+    set(func_name, code_ptr);
+  }
+  xpti_payload_t(const char *func_name, const char *file, int line, int column,
+                 const void *code_ptr = nullptr)
+      : xpti_payload_t() {
+    set(func_name, code_ptr);
+    if (file) {
+      source_file = file;
+      line_no = (uint32_t)line;
+      column_no = (uint32_t)column;
+      flags |= XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE;
+      if (line_no != XPTI_INVALID_LINE)
+        flags |= XPTI_PAYLOAD_LINE_INFO_AVAILABLE;
+      if (column_no != XPTI_INVALID_LINE)
+        flags |= XPTI_PAYLOAD_COLUMN_INFO_AVAILABLE;
+    }
+  }
+  xpti_payload_t(const char *func_name, const char *stack, const void *code_ptr)
+      : xpti_payload_t(func_name, code_ptr) {
+    stack_trace = stack;
+    if (stack)
+      flags |= XPTI_PAYLOAD_STACK_TRACE_AVAILABLE;
+  }
+  bool isValid() const { return flags != 0; }
+
+private:
+  void set(const char *func_name, const void *code_ptr) {
+    name = func_name;
+    code_ptr_va = code_ptr;
+    if (func_name)
+      flags |= XPTI_PAYLOAD_NAME_AVAILABLE;
+    if (code_ptr)
+      flags |= XPTI_PAYLOAD_CODE_PTR_AVAILABLE;
+  }
+
+public:
+#endif
 } xpti_payload_t;
 
 /* A trace point event: 128 bytes on LP64.  Fields after reserved.payload
@@ -219,13 +286,18 @@ typedef struct xpti_function_with_args_t {
   void *user_data;
 } xpti_function_with_args_t;
 
-/* User data of mem_alloc_* and mem_release_* (the reference layout). */
+/* User data of mem_alloc_* and mem_release_* (the reference layout,
+ * 40 bytes on LP64). */
 typedef struct xpti_mem_alloc_data_t {
   uint64_t mem_object_handle;
   uint64_t alloc_pointer;
   uint64_t alloc_size;
   uint64_t guard_zone;
+  void *reserved; /* the reference's "reserved for future needs" */
 } xpti_mem_alloc_data_t;
+#if defined(__LP64__) && !defined(__cplusplus)
+_Static_assert(sizeof(xpti_mem_alloc_data_t) == 40, "mem_alloc_data_t layout");
+#endif
 
 /* The name a notification's user data carries when it has no event, by
  * the protocol of the predefined types: function_begin/_end and

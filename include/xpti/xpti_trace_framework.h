@@ -24,7 +24,9 @@
  *   xptiGetUniqueId, xptiGetUniversalId, xptiSetUniversalId,
  *   xptiGetDefaultStreamID.
  * Nothing else is: registering anything, xptiMakeEvent (its first call on
- * a thread allocates a cache), xptiQueryMetadata (interns its key).
+ * a thread allocates a cache), xptiLookupMetadata (interns its key),
+ * xptiQueryMetadata and the tracepoint functions (they allocate once per
+ * trace point).
  *
  * Lifetime.  The event, parent, payload and user_data given to a callback
  * are the caller's: a subscriber may read them until its callback
@@ -42,6 +44,31 @@
 #define XPTI_TRACE_FRAMEWORK_H
 
 #include "xpti_data_types.h"
+
+/* Types of Intel's C++-typed entry points.  In C they are opaque (or the
+ * integer underneath); in C++ they are Intel's types, completed by
+ * xpti_trace_framework.hpp, so Intel-style code compiles unchanged. */
+#ifdef __cplusplus
+#include <unordered_map>
+namespace xpti {
+enum class trace_point_type_t : uint16_t;
+enum class trace_event_type_t : uint16_t;
+/* Intel's metadata map: string id -> object id (libstdc++ layout). */
+using metadata_t = std::unordered_map<int32_t, int32_t>;
+} // namespace xpti
+typedef xpti::metadata_t xpti_metadata_map_t;
+typedef xpti::trace_point_type_t xpti_trace_type_t;
+typedef xpti::trace_event_type_t xpti_event_type_t;
+#else
+typedef struct xpti_metadata_map xpti_metadata_map_t;
+typedef uint16_t xpti_trace_type_t; /* an xpti_trace_point_type_t value */
+typedef uint16_t xpti_event_type_t; /* an xpti_trace_event_type_t value */
+#endif
+/* Intel's interface objects (virtual methods in C++, see the .hpp). */
+typedef struct xpti_tracepoint_t xpti_tracepoint_t;
+typedef struct xpti_trace_event_t xpti_trace_event_t;
+/* Intel names this one xpti_payload_t, which is the plain payload here. */
+typedef struct xpti_payload_iface_t xpti_payload_iface_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,8 +113,10 @@ XPTI_EXPORT_API bool xptiTraceTryToEnable(void);
  * 255 streams.  Returns XPTI_INVALID_STREAM_ID for NULL/empty names or a
  * full table.  Off: XPTI_INVALID_STREAM_ID. */
 XPTI_EXPORT_API uint8_t xptiRegisterStream(const char *name);
-/* Drop every callback of a stream.  Returns SUCCESS, NOTFOUND for an
- * unknown name, INVALIDARG for NULL.  Off: FAIL. */
+/* Drop every callback of a stream and call each subscriber's
+ * xptiTraceFinish for it (as Intel's does).  Returns SUCCESS, NOTFOUND
+ * for an unknown name or a stream without active callbacks, INVALIDARG
+ * for NULL.  Off: FAIL. */
 XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name);
 /* Name of a registered stream, NULL if unknown.  Off: NULL. */
 XPTI_EXPORT_API const char *xptiLookupStreamName(uint8_t stream);
@@ -175,9 +204,15 @@ XPTI_EXPORT_API void xptiReleaseEvent(xpti_trace_event_data_t *event);
  * object id.  Off: FAIL. */
 XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event, const char *key,
                                               int32_t value_object_id);
-/* Object id stored under key.  Returns SUCCESS, NOTFOUND, INVALIDARG. */
-XPTI_EXPORT_API xpti_result_t xptiQueryMetadata(const xpti_trace_event_data_t *event,
-                                                const char *key, int32_t *value_object_id);
+/* Object id stored under key.  Returns SUCCESS, NOTFOUND, INVALIDARG.
+ * (Named xptiQueryMetadata before Intel's name was needed below.) */
+XPTI_EXPORT_API xpti_result_t xptiLookupMetadata(const xpti_trace_event_data_t *event,
+                                                 const char *key, int32_t *value_object_id);
+/* Intel's form: the event's metadata as a std::unordered_map<int32_t,
+ * int32_t> (libstdc++), kept equal to the C view (xptiAddMetadata adds
+ * to both); NULL for NULL or an unknown event.  Read it only while no
+ * thread adds metadata to that event.  Off: NULL. */
+XPTI_EXPORT_API xpti_metadata_map_t *xptiQueryMetadata(xpti_trace_event_data_t *event);
 /* Iterate metadata in insertion order: index 0 .. count-1.  MetadataAt
  * returns SUCCESS, NOTFOUND past the end, INVALIDARG for NULL. */
 XPTI_EXPORT_API uint32_t xptiMetadataCount(const xpti_trace_event_data_t *event);
@@ -203,12 +238,55 @@ XPTI_EXPORT_API uint64_t xptiGetUniqueId(void);
 /* Thread-local universal ID carried between layers of one thread. */
 XPTI_EXPORT_API uint64_t xptiGetUniversalId(void);
 XPTI_EXPORT_API void xptiSetUniversalId(uint64_t universal_id);
-/* Thread-local (key, value) stash, one deep.  Stash returns DUPLICATE if
- * a tuple is already stashed, INVALIDARG for a NULL key; Get returns
- * NOTFOUND when nothing is stashed.  The key string is copied. */
+/* Thread-local (key, value) stash, one deep.  Stash replaces a tuple
+ * already stashed (as Intel's does), returns INVALIDARG for a NULL key;
+ * Get returns NOTFOUND when nothing is stashed.  The key is copied. */
 XPTI_EXPORT_API xpti_result_t xptiStashTuple(const char *key, uint64_t value);
 XPTI_EXPORT_API xpti_result_t xptiGetStashedTuple(char **key, uint64_t *value);
 XPTI_EXPORT_API void xptiUnstashTuple(void);
+
+/* ---- Intel's defaults and tracepoint objects ------------------------- */
+
+/* Stream "xpti.framework" (id 1) is registered at start and is the
+ * default stream; id 0 is never a stream.  It is initialised (version
+ * 1.0) just before the first stream xptiInitialize announces, and
+ * finished just after the first xptiFinalize. */
+#define XPTI_DEFAULT_STREAM_NAME "xpti.framework"
+
+/* Defaults for Intel's scoped helpers: event type algorithm, trace type
+ * function_begin.  Set returns INVALIDARG for 0.  Off: algorithm /
+ * function_begin, FAIL. */
+XPTI_EXPORT_API xpti_event_type_t xptiGetDefaultEventType(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultEventType(xpti_event_type_t event_type);
+XPTI_EXPORT_API xpti_trace_type_t xptiGetDefaultTraceType(void);
+XPTI_EXPORT_API xpti_result_t xptiSetDefaultTraceType(xpti_trace_type_t trace_type);
+
+/* The tracepoint object of (function, file, line, column): Intel's
+ * xpti_tracepoint_t interface.  One object per trace point, living as
+ * long as its event; each call counts a visit, like xptiMakeEvent, and
+ * the object's instance() gives this thread's latest visit.  Off: NULL. */
+XPTI_EXPORT_API xpti_tracepoint_t *xptiCreateTracepoint(const char *func_name,
+                                                        const char *file_name, uint32_t line_no,
+                                                        uint32_t column_no);
+/* Objects live with their trace point: SUCCESS, INVALIDARG for NULL. */
+XPTI_EXPORT_API xpti_result_t xptiDeleteTracepoint(xpti_tracepoint_t *tp);
+/* Intel's interface views of a universal ID's payload and event; NULL if
+ * unknown.  Off: NULL. */
+XPTI_EXPORT_API const xpti_payload_iface_t *xptiLookupPayload(uint64_t universal_id);
+XPTI_EXPORT_API const xpti_trace_event_t *xptiLookupEvent(uint64_t universal_id);
+/* Thread-local current tracepoint scope.  Set also sets the universal
+ * ID; INVALIDARG for NULL.  Register = Create + Set.  Off: NULL / FAIL. */
+XPTI_EXPORT_API const xpti_tracepoint_t *xptiRegisterTracepointScope(const char *func_name,
+                                                                     const char *file_name,
+                                                                     uint32_t line_no,
+                                                                     uint32_t column_no);
+XPTI_EXPORT_API const xpti_tracepoint_t *xptiGetTracepointScopeData(void);
+XPTI_EXPORT_API xpti_result_t xptiSetTracepointScopeData(xpti_tracepoint_t *tp);
+XPTI_EXPORT_API void xptiUnsetTracepointScopeData(void);
+/* Whether tracepoint scopes notify their begin and end (process-wide,
+ * on by default).  Off: false. */
+XPTI_EXPORT_API void xptiEnableTracepointScopeNotification(bool enable);
+XPTI_EXPORT_API bool xptiCheckTracepointScopeNotification(void);
 
 /* Dispatcher only, for tests: forget all streams, callbacks, strings,
  * events and user-defined types (memory from before stays valid). */

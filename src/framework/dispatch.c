@@ -62,7 +62,9 @@ static struct {
   bool env_disabled;
   _Atomic(const char *) tool[MAX_TOOLS + 1]; /* tool id -> name */
   _Atomic uint64_t next_unique_id;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .default_stream = XPTI_INVALID_STREAM_ID};
+  _Atomic bool default_announced; /* "xpti.framework" initialised */
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .default_stream = XPTI_INVALID_STREAM_ID,
+       .nstreams = 1}; /* id 0 is never a stream: Intel's headers read it as none */
 
 static __thread uint64_t tls_universal_id __attribute__((tls_model("initial-exec")));
 static __thread const char *tls_stash_key __attribute__((tls_model("initial-exec")));
@@ -108,7 +110,9 @@ static void load_subscriber(char *path, void *ctx) {
       return; /* listed twice: tried (and reported) once */
   if (st->ntried < MAX_TRIED)
     st->tried[st->ntried++] = path;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  /* Lazy: a subscriber built against a newer API that calls a function
+   * we lack still loads, as with Intel's dispatcher. */
+  void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
   if (!h) {
     report_once(NULL, "xpti: cannot load subscriber '%s': %s", path, dlerror());
     return;
@@ -142,6 +146,25 @@ static void load_subscribers(const char *list) {
 }
 
 static void finish_pending_streams(void);
+static void finish_stream(const char *stream);
+
+/* No lock held: subscribers register streams and callbacks from here. */
+static void init_stream(uint32_t major, uint32_t minor, const char *version, const char *stream) {
+  for (int i = 0; i < g.nsubs; i++)
+    g.sub[i].init(major, minor, version, stream);
+}
+
+/* Intel initialises "xpti.framework" (1.0.0) once, before the first
+ * stream.  Off until the text collector's tests expect the extra
+ * init/finish lines (issue 12); xptiFinalize finishes it when announced. */
+#define ANNOUNCE_DEFAULT_STREAM 0
+static void announce_default_stream(uint8_t id) {
+  uint8_t def = atomic_load(&g.default_stream);
+  if (id != def && def != XPTI_INVALID_STREAM_ID && !atomic_exchange(&g.default_announced, true)) {
+    atomic_fetch_add(&g.stream[def].initialized, 1);
+    init_stream(1, 0, "1.0.0", atomic_load(&g.stream[def].name));
+  }
+}
 
 static void framework_init_once(void) {
   const char *enable = getenv("XPTI_TRACE_ENABLE");
@@ -219,11 +242,18 @@ static void fork_child(void) {
   }
 }
 
+/* Intel's default stream, id 1, before any subscriber can register one. */
+static void default_stream_register(void) {
+  uint8_t id = xptiRegisterStream(XPTI_DEFAULT_STREAM_NAME);
+  atomic_store(&g.default_stream, id);
+}
+
 __attribute__((constructor)) static void framework_constructor(void) {
   intern_init(&g_strings);
   intern_init(&g_objects);
   registry_init();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  default_stream_register();
   framework_ensure_init();
 }
 
@@ -440,13 +470,20 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
     return XPTI_RESULT_NOTFOUND;
   stream_t *s = &g.stream[id];
   pthread_mutex_lock(&g.lock);
+  bool had_callbacks = atomic_load(&s->active) != 0;
   list_deactivate_all(s, atomic_load_explicit(&s->every, memory_order_relaxed));
-  for (int hi = 0; hi < 256; hi++) {
+  for (int hi = 0; hi < 256 && had_callbacks; hi++) {
     cb_page_t *page = atomic_load_explicit(&g_page[id][hi], memory_order_relaxed);
     for (int lo = 0; page && lo < 256; lo++)
       list_deactivate_all(s, atomic_load_explicit(&page->list[lo], memory_order_relaxed));
   }
   pthread_mutex_unlock(&g.lock);
+  if (!had_callbacks)
+    return XPTI_RESULT_NOTFOUND; /* Intel's answer for a stream nobody listens to */
+  /* Intel finishes the stream for every subscriber; not again at exit */
+  atomic_store(&s->finalized, atomic_load(&s->initialized));
+  if (framework_ensure_init())
+    finish_stream(copy);
   return XPTI_RESULT_SUCCESS;
 }
 
@@ -473,6 +510,11 @@ static inline bool event_optional(uint16_t type) {
   case XPTI_TRACE_MEM_ALLOC_END:
   case XPTI_TRACE_MEM_RELEASE_BEGIN:
   case XPTI_TRACE_MEM_RELEASE_END:
+  case XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_CONSTRUCT:
+  case XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_DESTRUCT:
+  case XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_ASSOCIATE:
+  case XPTI_TRACE_OFFLOAD_ALLOC_MEMORY_OBJECT_RELEASE:
+  case XPTI_TRACE_OFFLOAD_ALLOC_ACCESSOR:
   case XPTI_TRACE_DIAGNOSTICS:
     return true;
   default:
@@ -548,17 +590,29 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
   if (!framework_ensure_init() || !xptiTraceEnabled())
     return XPTI_RESULT_FALSE;
   uint8_t id = xptiRegisterStream(stream);
+  if (ANNOUNCE_DEFAULT_STREAM)
+    announce_default_stream(id);
   if (id != XPTI_INVALID_STREAM_ID)
     atomic_fetch_add(&g.stream[id].initialized, 1);
-  /* no lock held: subscribers register streams and callbacks from here */
-  for (int i = 0; i < g.nsubs; i++)
-    g.sub[i].init(major, minor, version, stream);
+  init_stream(major, minor, version, stream);
   return XPTI_RESULT_SUCCESS;
 }
 
 static void finish_stream(const char *stream) {
   for (int i = 0; i < g.nsubs; i++)
     g.sub[i].finish(stream);
+}
+
+/* Finish a stream initialised more often than finalised, once. */
+static void finish_if_pending(stream_t *s) {
+  uint32_t init = atomic_load(&s->initialized);
+  uint32_t fin = atomic_load(&s->finalized);
+  while (fin < init) {
+    if (atomic_compare_exchange_strong(&s->finalized, &fin, init)) {
+      finish_stream(atomic_load(&s->name));
+      break;
+    }
+  }
 }
 
 XPTI_EXPORT_API void xptiFinalize(const char *stream) {
@@ -571,23 +625,18 @@ XPTI_EXPORT_API void xptiFinalize(const char *stream) {
   if (id != XPTI_INVALID_STREAM_ID)
     atomic_fetch_add(&g.stream[id].finalized, 1);
   finish_stream(stream);
+  /* Intel finishes its default stream with the first stream finalised */
+  uint8_t def = atomic_load(&g.default_stream);
+  if (id != def && def != XPTI_INVALID_STREAM_ID && atomic_load(&g.default_announced))
+    finish_if_pending(&g.stream[def]);
 }
 
 /* At exit and at xptiFrameworkFinalize: streams announced but never
  * finalised get their finish, so subscribers can write what they hold. */
 static void finish_pending_streams(void) {
   uint32_t n = atomic_load(&g.nstreams);
-  for (uint32_t i = 0; i < n; i++) {
-    stream_t *s = &g.stream[i];
-    uint32_t init = atomic_load(&s->initialized);
-    uint32_t fin = atomic_load(&s->finalized);
-    while (fin < init) {
-      if (atomic_compare_exchange_strong(&s->finalized, &fin, init)) {
-        finish_stream(atomic_load(&s->name));
-        break;
-      }
-    }
-  }
+  for (uint32_t i = 1; i < n; i++)
+    finish_if_pending(&g.stream[i]);
 }
 
 /* ---- user-defined types --------------------------------------------- */
@@ -656,9 +705,7 @@ XPTI_EXPORT_API void xptiSetUniversalId(uint64_t universal_id) {
 XPTI_EXPORT_API xpti_result_t xptiStashTuple(const char *key, uint64_t value) {
   if (!key)
     return XPTI_RESULT_INVALIDARG;
-  if (tls_stash_key)
-    return XPTI_RESULT_DUPLICATE;
-  const char *copy;
+  const char *copy; /* a second stash replaces the first, as Intel's does */
   if (string_intern(key, &copy) == UINT32_MAX)
     return XPTI_RESULT_FAIL;
   tls_stash_key = copy;
@@ -697,8 +744,9 @@ XPTI_EXPORT_API void xptiReset(void) {
     atomic_store(&s->initialized, 0);
     atomic_store(&s->finalized, 0);
   }
-  atomic_store(&g.nstreams, 0);
+  atomic_store(&g.nstreams, 1);
   atomic_store(&g.default_stream, XPTI_INVALID_STREAM_ID);
+  atomic_store(&g.default_announced, false);
   for (int i = 0; i <= MAX_TOOLS; i++)
     atomic_store(&g.tool[i], NULL);
   pthread_mutex_unlock(&g.lock);
@@ -707,4 +755,6 @@ XPTI_EXPORT_API void xptiReset(void) {
   intern_reset(&g_strings);
   tls_stash_key = NULL;
   tls_universal_id = 0;
+  interop_reset();
+  default_stream_register();
 }

@@ -151,6 +151,9 @@ typedef struct tracepoint {
   uint32_t name_len, file_len;
   _Atomic uint64_t instances;
   _Atomic(metadata_block_t *) metadata;
+  /* Intel's C++ views (compat.cpp), made on first use under md_lock. */
+  _Atomic(void *) cxx_map;     /* xpti::metadata_t */
+  _Atomic(void *) cxx_objects; /* the interface objects */
 } tracepoint_t;
 
 _Static_assert(sizeof(tracepoint_t) <= 256, "a trace point fits 4 cache lines");
@@ -158,6 +161,16 @@ _Static_assert(sizeof(tracepoint_t) <= 256, "a trace point fits 4 cache lines");
 XPTIFW_HIDDEN tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t *event);
 XPTIFW_HIDDEN void registry_reset(void);
 XPTIFW_HIDDEN void registry_init(void);
+
+/* ---- Intel's C++-typed part (compat.cpp), called under md_lock ------ */
+#include "compat.h"
+/* The map of an event's trace point, made on first use from the C
+ * metadata (tracepoint_cxx_objects likewise, in compat.h); NULL for an
+ * unknown event or no memory. */
+XPTIFW_HIDDEN void *tracepoint_cxx_map(const xpti_trace_event_data_t *event);
+
+/* Back to Intel's defaults (xptiReset). */
+XPTIFW_HIDDEN void interop_reset(void);
 
 /* ---- fork: every lock taken in one fixed order, outermost first ------ */
 /* dispatch g.lock -> registry (creation, metadata) -> objects -> strings

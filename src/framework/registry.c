@@ -405,6 +405,12 @@ XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event, co
     atomic_store_explicit(&tp->metadata, bigger, memory_order_release);
     b = bigger;
   }
+  /* Intel's map, once someone asked for it, gets every item too. */
+  void *map = atomic_load_explicit(&tp->cxx_map, memory_order_relaxed);
+  if (map && !compat_map_insert(map, key_id, value_object_id)) {
+    r = XPTI_RESULT_FAIL;
+    goto out;
+  }
   b->item[n].key = key_id;
   b->item[n].value = value_object_id;
   atomic_store_explicit(&b->count, n + 1, memory_order_release);
@@ -413,8 +419,8 @@ out:
   return r;
 }
 
-XPTI_EXPORT_API xpti_result_t xptiQueryMetadata(const xpti_trace_event_data_t *event,
-                                                const char *key, int32_t *value_object_id) {
+XPTI_EXPORT_API xpti_result_t xptiLookupMetadata(const xpti_trace_event_data_t *event,
+                                                 const char *key, int32_t *value_object_id) {
   tracepoint_t *tp = tracepoint_from_event(event);
   if (!tp || !key || !value_object_id)
     return XPTI_RESULT_INVALIDARG;
@@ -448,4 +454,49 @@ XPTI_EXPORT_API xpti_result_t xptiMetadataAt(const xpti_trace_event_data_t *even
   if (value_object_id)
     *value_object_id = b->item[index].value;
   return XPTI_RESULT_SUCCESS;
+}
+
+/* ---- Intel's C++ views, made once per trace point ------------------- */
+
+void *tracepoint_cxx_map(const xpti_trace_event_data_t *event) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (!tp)
+    return NULL;
+  void *map = atomic_load_explicit(&tp->cxx_map, memory_order_acquire);
+  if (LIKELY(map != NULL))
+    return map;
+  pthread_mutex_lock(&g_reg.md_lock);
+  map = atomic_load_explicit(&tp->cxx_map, memory_order_relaxed);
+  if (!map && (map = compat_map_new()) != NULL) {
+    metadata_block_t *b = atomic_load_explicit(&tp->metadata, memory_order_relaxed);
+    uint32_t n = b ? atomic_load_explicit(&b->count, memory_order_relaxed) : 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (!compat_map_insert(map, b->item[i].key, b->item[i].value)) {
+        map = NULL; /* leaked: rare, and never half-published */
+        break;
+      }
+    if (map)
+      atomic_store_explicit(&tp->cxx_map, map, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_reg.md_lock);
+  return map;
+}
+
+void *tracepoint_cxx_objects(const xpti_trace_event_data_t *event) {
+  tracepoint_t *tp = tracepoint_from_event(event);
+  if (!tp)
+    return NULL;
+  void *o = atomic_load_explicit(&tp->cxx_objects, memory_order_acquire);
+  if (LIKELY(o != NULL))
+    return o;
+  pthread_mutex_lock(&g_reg.md_lock);
+  o = atomic_load_explicit(&tp->cxx_objects, memory_order_relaxed);
+  if (!o && (o = compat_objects_new(&tp->event)) != NULL)
+    atomic_store_explicit(&tp->cxx_objects, o, memory_order_release);
+  pthread_mutex_unlock(&g_reg.md_lock);
+  return o;
+}
+
+XPTI_EXPORT_API xpti_metadata_map_t *xptiQueryMetadata(xpti_trace_event_data_t *event) {
+  return (xpti_metadata_map_t *)tracepoint_cxx_map(event);
 }

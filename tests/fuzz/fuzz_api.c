@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         xpti_result_t r = xptiAddMetadata(event, a, object);
         int32_t value = -1;
         if (r == XPTI_RESULT_SUCCESS &&
-            (xptiQueryMetadata(event, a, &value) != XPTI_RESULT_SUCCESS || value != object))
+            (xptiLookupMetadata(event, a, &value) != XPTI_RESULT_SUCCESS || value != object))
           abort();
       }
       break;

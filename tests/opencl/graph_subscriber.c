@@ -60,7 +60,7 @@ static void on_graph(uint16_t type, xpti_trace_event_data_t *parent, xpti_trace_
       n->uid = ev->unique_id;
       const xpti_payload_t *p = xptiQueryPayload(ev);
       int32_t cmd = XPTI_INVALID_OBJECT_ID;
-      (void)xptiQueryMetadata(ev, "command", &cmd);
+      (void)xptiLookupMetadata(ev, "command", &cmd);
       xpti_object_data_t o = xptiLookupObject(cmd);
       snprintf(n->label, sizeof(n->label), "%s[%s]@%s:%u", p && p->name ? p->name : "?",
                o.data ? o.data : "?", base_name(p ? p->source_file : NULL),
