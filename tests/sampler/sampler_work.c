@@ -10,6 +10,12 @@
  *   signal    the same through signal()
  *   exit      a worker thread calls exit() while working
  *   term      works, then kills itself with SIGTERM
+ *   blocked   two threads, equal work: one blocks every signal and spins in
+ *             blocked_spin, the other spins in free_spin
+ *   split     four threads spinning in spin_40, spin_30, spin_20, spin_10
+ *             (CPU work 4:3:2:1)
+ *   handlers  installs its own SIGINT and SIGPROF handlers, works, then
+ *             checks with sigaction that they are still its own
  * Prints "cpu_seconds=<process CPU time>" on stdout at the end. */
 #include <pthread.h>
 #include <signal.h>
@@ -55,6 +61,88 @@ __attribute__((noinline)) static void work(void) {
     light_work();
   }
   __asm__ volatile("");
+}
+
+/* Leaf loops with their own names: the function holding the sampled
+ * instruction needs no unwinding to be known. */
+#define LEAF_SPIN(name)                                                   \
+  __attribute__((noinline)) void name(long n) {                          \
+    uint64_t x = sink;                                                    \
+    for (long i = 0; i < n * UNIT_ITERATIONS; ++i) {                      \
+      x = x * 6364136223846793005ull + 1442695040888963407ull;            \
+      __asm__ volatile("" : "+r"(x));                                     \
+    }                                                                     \
+    sink = x;                                                             \
+  }
+LEAF_SPIN(blocked_spin)
+LEAF_SPIN(free_spin)
+LEAF_SPIN(spin_40)
+LEAF_SPIN(spin_30)
+LEAF_SPIN(spin_20)
+LEAF_SPIN(spin_10)
+
+static void *blocking_worker(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  blocked_spin(4 * units);
+  return NULL;
+}
+
+static void *free_worker(void *arg) {
+  (void)arg;
+  free_spin(4 * units);
+  return NULL;
+}
+
+static void *split_worker(void *arg) {
+  static void (*const fns[4])(long) = {spin_40, spin_30, spin_20, spin_10};
+  int i = (int)(intptr_t)arg;
+  fns[i]((4 - i) * units);
+  return NULL;
+}
+
+static int run_workers(void *(*fn)(void *), int n, bool index_arg) {
+  pthread_t t[4];
+  for (int i = 0; i < n; ++i)
+    if (pthread_create(&t[i], NULL, fn, index_arg ? (void *)(intptr_t)i : NULL) != 0)
+      return 1;
+  for (int i = 0; i < n; ++i)
+    pthread_join(t[i], NULL);
+  return 0;
+}
+
+static int run_threads(void);
+
+static void on_own(int sig) {
+  (void)sig;
+}
+
+/* The program's own handlers stay its own, as sigaction reports them. */
+static int run_own_handlers(void) {
+  const int sigs[2] = {SIGINT, SIGPROF};
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_own;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sigs[i], &sa, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
+      fprintf(stderr, "sampler_work: signal %d had an action before ours\n", sigs[i]);
+      return 1;
+    }
+  }
+  if (run_threads() != 0)
+    return 1;
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction cur;
+    if (sigaction(sigs[i], NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != on_own) {
+      fprintf(stderr, "sampler_work: signal %d: our handler was replaced\n", sigs[i]);
+      return 1;
+    }
+  }
+  printf("handlers=own\n");
+  return 0;
 }
 
 static void *worker(void *arg) {
@@ -159,6 +247,19 @@ int main(int argc, char **argv) {
       return 1;
     for (;;)
       pause();
+  } else if (strcmp(mode, "blocked") == 0) {
+    pthread_t t[2];
+    if (pthread_create(&t[0], NULL, blocking_worker, NULL) != 0 ||
+        pthread_create(&t[1], NULL, free_worker, NULL) != 0)
+      return 1;
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+  } else if (strcmp(mode, "split") == 0) {
+    if (run_workers(split_worker, 4, true) != 0)
+      return 1;
+  } else if (strcmp(mode, "handlers") == 0) {
+    if (run_own_handlers() != 0)
+      return 1;
   } else if (strcmp(mode, "term") == 0) {
     work();
     print_cpu();

@@ -2,6 +2,8 @@
 
 usage: test_xptrace_sample.py MODE XPTRACE WORK_PROGRAM SAMPLES_PY_DIR SCRATCH
 MODE: bad-input | help | sample | periods | preload | nested | run-sample
+      | perf-blocked | perf-split | perf-rate | perf-handlers (--method perf;
+        exit 77, skipped, where perf_event_open is refused)
 """
 import os
 import shutil
@@ -53,6 +55,8 @@ if mode == "bad-input":
     expect_usage_error("period '1:1' is not", "sample", "--periods", "1:1", *t)
     expect_usage_error("period 'realtime:1:1:1.5' is not", "sample", "--periods", "realtime:1:1:1.5", *t)
     expect_usage_error("option '--periods' needs a value", "sample", "--periods")
+    expect_usage_error("unknown method 'dtrace'", "sample", "--method", "dtrace", *t)
+    expect_usage_error("--method perf samples CPU time only", "sample", "--method", "perf", "--clock", "both", *t)
     expect_usage_error("option '-f' needs a value", "sample", "-f")
     expect_usage_error("missing command", "sample", "-f", "10")
     expect_usage_error("missing command", "sample", "--")
@@ -142,6 +146,53 @@ elif mode == "run-sample":
     st = folded("r")
     c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample: {st}")
     c.check(f"xptrace: samples {d}/samples.folded" in err, f"run --sample output line: {err}")
+
+elif mode.startswith("perf-"):
+    rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")
+    if "using the timer method" in err:
+        print(f"SKIP [{mode}]: {err.strip()}")
+        sys.exit(77)
+
+    def perf_run(name, fixture_mode, units, freq="1000"):
+        rc, out, err = xp("sample", "--method", "perf", "-f", freq, "-o", name, "--", work, fixture_mode, units)
+        c.check(rc == 0, f"{fixture_mode}: exit {rc}: {err}")
+        c.check("method perf" in err, f"{fixture_mode}: no method line: {err}")
+        c.check("libxptrace_sampler" not in err and not os.path.exists(os.path.join(scratch, name, "sampler_work-")),
+                f"{fixture_mode}: the in-process sampler ran")
+        return out, err, folded(name) or []
+
+    def self_share(stacks, function):
+        n = total(stacks)
+        return 100.0 * sum(cnt for frames, cnt in stacks if frames[-1] == function) / n if n else 0.0
+
+    if mode == "perf-blocked":
+        # A thread blocking every signal is sampled like its twin.
+        out, err, st = perf_run("b", "blocked", "3")
+        share = self_share(st, "blocked_spin")
+        print(f"blocked_spin {share:.1f}% free_spin {self_share(st, 'free_spin'):.1f}% of {total(st)} samples")
+        c.check(40 <= share <= 60, f"blocked_spin share {share:.1f}% (expected 50 +- 10): {st}")
+    elif mode == "perf-split":
+        out, err, st = perf_run("s", "split", "3")
+        for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+            share = self_share(st, fn)
+            print(f"{fn} {share:.1f}% (expected {want})")
+            c.check(abs(share - want) <= 5, f"{fn}: {share:.1f}%, expected {want} +- 5")
+        threads = {frames[0] for frames, _ in st}
+        c.check(len(threads) == 4, f"threads: {threads}")
+    elif mode == "perf-rate":
+        out, err, st = perf_run("r", "split", "3")
+        cpu = float(out.split("cpu_seconds=")[1].split()[0])
+        rate = total(st) / cpu if cpu else 0
+        print(f"{total(st)} samples in {cpu:.3f} CPU-s: {rate:.0f} per CPU-second at 1000 Hz requested")
+        c.check(rate >= 900, f"{rate:.0f} samples per CPU-second, expected >= 900")
+        c.check("samples per CPU-second" in err, f"no effective rate printed: {err}")
+    elif mode == "perf-handlers":
+        # Nothing of ours in the program: its handlers stay its own.
+        out, err, st = perf_run("h", "handlers", "1")
+        c.check("handlers=own" in out, f"handlers: {out} {err}")
+        c.check(total(st) > 0, "handlers: no samples")
+    else:
+        c.check(False, f"unknown mode {mode}")
 
 else:
     c.check(False, f"unknown mode {mode}")

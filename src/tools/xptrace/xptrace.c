@@ -20,6 +20,9 @@
 /* The sampler's settings parsers: the command refuses what the library
  * would ignore. */
 #include "sampler_config.h"
+#ifdef XPTRACE_HAVE_PERF
+#include "sample_perf.h"
+#endif
 
 #ifndef XPTRACE_VERSION
 #define XPTRACE_VERSION "unknown"
@@ -119,6 +122,8 @@ static const char usage_sample[] =
     "Sample the call stacks of every thread of the command (and of its forked\n"
     "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
     "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
+    "      --method M           timer (signals inside the program, default) or perf\n"
+    "                           (kernel perf_event sampling from outside, CPU time only)\n"
     "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
     "      --periods SPEC       sample only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
@@ -640,9 +645,10 @@ static void sample_after(const void *ctx) {
 }
 
 static int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH };
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD };
   static const struct option longopts[] = {
       {"freq", required_argument, NULL, 'f'},
+      {"method", required_argument, NULL, OPT_METHOD},
       {"clock", required_argument, NULL, OPT_CLOCK},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"depth", required_argument, NULL, OPT_DEPTH},
@@ -652,6 +658,7 @@ static int cmd_sample(int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
+  const char *method = "timer";
   bool verbose = false;
   opterr = 0;
   optind = 1;
@@ -662,6 +669,7 @@ static int cmd_sample(int argc, char **argv) {
     case OPT_CLOCK: clock = optarg; break;
     case OPT_PERIODS: periods = optarg; break;
     case OPT_DEPTH: depth = optarg; break;
+    case OPT_METHOD: method = optarg; break;
     case 'o': output = optarg; break;
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
@@ -673,15 +681,20 @@ static int cmd_sample(int argc, char **argv) {
     return usage_error(usage_sample, "missing command");
   if (output && !*output)
     return usage_error(usage_sample, "empty output folder name");
-  double hz;
+  double hz = 100;
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
-  bool on[SAMPLER_NCLOCKS];
+  bool on[SAMPLER_NCLOCKS] = {false};
   if (clock && !sampler_parse_clock(clock, on))
     return usage_error(usage_sample, "unknown clock '%s' (cputime, realtime or both)", clock);
-  unsigned frames;
+  unsigned frames = 64;
   if (depth && !sampler_parse_depth(depth, &frames))
     return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
+  bool perf = strcmp(method, "perf") == 0;
+  if (!perf && strcmp(method, "timer") != 0)
+    return usage_error(usage_sample, "unknown method '%s' (perf or timer)", method);
+  if (perf && ((clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME])) || periods))
+    return usage_error(usage_sample, "--method perf samples CPU time only, without --periods");
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
   size_t nspecs;
   char bad[64];
@@ -703,6 +716,18 @@ static int cmd_sample(int argc, char **argv) {
   rc = output_dir_prepare(usage_sample, output, command[0], dir, sizeof dir);
   if (rc)
     return rc;
+#ifdef XPTRACE_HAVE_PERF
+  if (perf) {
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 64, dir, verbose};
+    char why[256];
+    if (sample_perf_available(&po, why, sizeof why))
+      return sample_perf_run(command, &po, sample_after, dir);
+    fprintf(stderr, "xptrace sample: %s; using the timer method\n", why);
+  }
+#else
+  if (perf)
+    fprintf(stderr, "xptrace sample: built without the perf method (libdw); using the timer method\n");
+#endif
   set_env(verbose, "XPTRACE_OUTPUT", dir);
   if (freq)
     set_env(verbose, "XPTRACE_SAMPLE_FREQ", freq);

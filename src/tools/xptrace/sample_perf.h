@@ -1,0 +1,29 @@
+/* `xptrace sample --method perf`: sampling from outside the program with
+ * perf_event_open (see docs/sampler.md).  Nothing is loaded into the
+ * program: the launcher opens the events on the child before its exec,
+ * reads the ring buffers while it waits, then symbolizes and writes
+ * samples.folded, samples.csv and the top table. */
+#ifndef XPTRACE_SAMPLE_PERF_H
+#define XPTRACE_SAMPLE_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct sample_perf_opts {
+  double hz;         /* requested samples per CPU-second */
+  unsigned depth;    /* deepest call chain kept */
+  const char *dir;   /* output folder, already created */
+  bool verbose;
+} sample_perf_opts_t;
+
+/* Whether this kernel lets us sample a child of ours; false with the
+ * reason (errno and perf_event_paranoid) in `why`. */
+bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len);
+
+/* Run `command` sampled, wait for it, write the outputs.  Returns the
+ * command's exit status (128+N when killed by signal N); `after(ctx)`
+ * prints what was left, before the status is reported. */
+int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(const void *),
+                    const void *ctx);
+
+#endif /* XPTRACE_SAMPLE_PERF_H */
