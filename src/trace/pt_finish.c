@@ -604,11 +604,20 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
     xpt_msg("%s cannot open '%s/%s': %s", prefix, dir, name, strerror(e));
     return -1;
   }
-  /* One finisher per recording: the lock goes with its holder's death. */
+  /* One finisher per recording, and none while its process lives (it
+   * holds a shared lock): a lock goes with its holder's death. */
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    struct xpt_rec_header h;
+    if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == XPT_REC_MAGIC) {
+      res->pid = h.pid;
+      memcpy(res->program, h.program, sizeof res->program);
+      res->program[sizeof res->program - 1] = '\0';
+    }
+    snprintf(res->trace, sizeof res->trace, "%s", dir);
+    res->busy = true;
     close(fd);
     close(dirfd);
-    return 1;
+    return 2;
   }
   struct stat st;
   int rc = -1;
@@ -749,11 +758,10 @@ static int fin_tree(const char *dir, const char *prefix, int depth,
     } else if (e->d_type == DT_REG && fin_is_recording(e->d_name)) {
       struct xpt_finish_result res;
       int rc = xpt_finish_recording(dir, e->d_name, prefix, &res);
-      if (rc == 0) {
+      if (rc == 0)
         written++;
-        if (each)
-          each(&res, ctx);
-      }
+      if ((rc == 0 || rc == 2) && each)
+        each(&res, ctx);
       failed |= rc < 0;
     }
   }

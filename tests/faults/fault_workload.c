@@ -6,6 +6,8 @@
  *   exec: PAIRS pairs, then exec of itself in mode exit (PAIRS more)
  *   closefds: PAIRS pairs, every descriptor from 3 closed, 8 files of its
  *     own opened and written, 20000 pairs
+ *   orphan: PAIRS pairs, then a forked child records PAIRS pairs and
+ *     ends 2 s after its parent
  *   sigint-term: SIGINT ignored; PAIRS pairs, SIGINT, PAIRS pairs, SIGTERM
  *   malloc-loop: pairs and malloc/free on 2 threads until killed
  *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
@@ -207,6 +209,16 @@ int main(int argc, char **argv) {
       if (own[i])
         fclose(own[i]);
     return 0;
+  } else if (!strcmp(mode, "orphan")) {
+    /* The child outlives its parent (and xptrace's wait). */
+    pairs(work_ev, PAIRS);
+    pid_t pid = fork();
+    if (pid == 0) {
+      pairs(work_ev, PAIRS);
+      sleep(2);
+      exit(0);
+    }
+    return pid > 0 ? 0 : 5;
   } else if (!strcmp(mode, "sigint-term")) {
     signal(SIGINT, SIG_IGN);
     pairs(work_ev, PAIRS);

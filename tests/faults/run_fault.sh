@@ -71,6 +71,19 @@ closefds)
   done
   check cf/out/trace.perfetto-trace --slices $((pairs + 20000))
   ;;
+orphan)
+  # A child still running when xptrace is done: its recording is left
+  # alone and said so; `xptrace finish` writes its trace once it ended.
+  xrun o orphan
+  [ $? = 0 ] || fail "exit: $(cat o.err)"
+  check o/trace.perfetto-trace --slices $pairs
+  grep -q "is still running; when it ends: xptrace finish" o.err || fail "the running child is not said: $(cat o.err)"
+  sleep 3
+  "$xptrace" finish o 2>o.finish || fail "finish: $(cat o.finish)"
+  child=$(ls -d o/child-*)
+  check "$child/trace.perfetto-trace" --slices $pairs
+  no_recording_left o
+  ;;
 sigint-term)
   # SIGINT ignored, then SIGTERM: both halves are in the trace.
   xrun st sigint-term

@@ -10,6 +10,12 @@
 #include "xptrace_cmds.h"
 
 static void finish_print(const struct xpt_finish_result *res, void *ctx) {
+  if (res->busy) {
+    fprintf(stderr,
+            "xptrace: %s [%d] is still running; when it ends: xptrace finish %s\n",
+            res->program[0] ? res->program : "a process", res->pid, res->trace);
+    return;
+  }
   int *n = ctx;
   ++*n;
   fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
