@@ -78,8 +78,14 @@ orphan)
   [ $? = 0 ] || fail "exit: $(cat o.err)"
   check o/trace.perfetto-trace --slices $pairs
   grep -q "is still running; when it ends: xptrace finish" o.err || fail "the running child is not said: $(cat o.err)"
-  sleep 3
-  "$xptrace" finish o 2>o.finish || fail "finish: $(cat o.finish)"
+  tries=0
+  while :; do # the child ends about 2 s after its parent
+    sleep 1
+    "$xptrace" finish o 2>o.finish || fail "finish: $(cat o.finish)"
+    grep -q "still running" o.finish || break
+    tries=$((tries + 1))
+    [ $tries -lt 20 ] || fail "the child never ended: $(cat o.finish)"
+  done
   child=$(ls -d o/child-*)
   check "$child/trace.perfetto-trace" --slices $pairs
   no_recording_left o
