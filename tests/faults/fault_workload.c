@@ -13,6 +13,7 @@
  *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
  *     and of "heap_event" (heap, freed and scribbled after each notify)
  *   signal-notify: an instant "tick" from a SIGALRM handler every 200 us
+ *     (a timer aimed at the main thread)
  *     while the main thread mallocs and records pairs for 0.5 s; prints
  *     the number of ticks sent
  *   atexit: an atexit handler registered before tracing starts records
@@ -21,12 +22,15 @@
  *   threads N [M]: N threads, each M pairs (default PAIRS)
  *   churn N: N short threads, 4 alive at a time, 1 pair each; prints the
  *     peak RSS in KiB */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,12 +112,14 @@ static void caller_events(void) {
 
 /* ---- signal-notify ---- */
 static xpti_trace_event_data_t *tick_ev;
-static volatile sig_atomic_t ticks;
+static _Atomic int ticks;
 
 static void on_alarm(int sig) {
   (void)sig;
+  int saved = errno;
   xptiNotifySubscribers(stream, XPTI_TRACE_SIGNAL, NULL, tick_ev, 0, NULL);
-  ticks++;
+  atomic_fetch_add(&ticks, 1);
+  errno = saved;
 }
 
 static void signal_notify(void) {
@@ -124,8 +130,19 @@ static void signal_notify(void) {
   sa.sa_handler = on_alarm;
   sa.sa_flags = SA_RESTART;
   sigaction(SIGALRM, &sa, NULL);
-  struct itimerval it = {{0, 200}, {0, 200}};
-  setitimer(ITIMER_REAL, &it, NULL);
+  /* A timer aimed at this thread: a process-wide one may hit any thread. */
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGALRM;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid); /* sigev_notify_thread_id */
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
+    perror("fault_workload: timer_create");
+    exit(6);
+  }
+  struct itimerspec every = {{0, 200000}, {0, 200000}};
+  timer_settime(timer, 0, &every, NULL);
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   unsigned i = 0;
@@ -139,9 +156,8 @@ static void signal_notify(void) {
       free(p[k]);
     clock_gettime(CLOCK_MONOTONIC, &now);
   } while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 500000000L);
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_REAL, &off, NULL);
-  printf("ticks %d pairs %u\n", (int)ticks, (i + 15) / 16);
+  timer_delete(timer);
+  printf("ticks %d pairs %u\n", atomic_load(&ticks), (i + 15) / 16);
 }
 
 /* ---- atexit ---- */
