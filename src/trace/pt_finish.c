@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -587,6 +588,14 @@ static void fin_reset(void) {
   fin_desc_free_all();
 }
 
+/* Whether the process that made the recording on fd is gone. */
+static bool fin_owner_dead(int fd) {
+  struct xpt_rec_header h;
+  if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != XPT_REC_MAGIC || h.pid <= 0)
+    return false;
+  return kill(h.pid, 0) != 0 && errno == ESRCH;
+}
+
 int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
                          struct xpt_finish_result *res) {
   memset(res, 0, sizeof *res);
@@ -605,8 +614,16 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
     return -1;
   }
   /* One finisher per recording, and none while its process lives (it
-   * holds a shared lock): a lock goes with its holder's death. */
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+   * holds a shared lock): a lock goes with its holder's death.  A child
+   * forked just before its parent died holds the parent's lock until its
+   * fork handler closes the inherited descriptor: wait for that. */
+  bool locked = flock(fd, LOCK_EX | LOCK_NB) != 0;
+  for (int i = 0; locked && i < 200 && fin_owner_dead(fd); i++) {
+    struct timespec pause = {0, 10 * 1000000};
+    nanosleep(&pause, NULL);
+    locked = flock(fd, LOCK_EX | LOCK_NB) != 0;
+  }
+  if (locked) {
     struct xpt_rec_header h;
     if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == XPT_REC_MAGIC) {
       res->pid = h.pid;

@@ -105,6 +105,12 @@ malloc-term)
     timeout -k 5 30 "$xptrace" run -c perfetto,stats -o "m$i" -- "$workload" malloc-loop \
         >"m$i.out" 2>"m$i.err" &
     xp=$!
+    # Once the program records (its recording exists), 0.1-0.4 s more.
+    waited=0
+    while [ ! -e "m$i/events.xprec" ] && [ $waited -lt 200 ]; do
+      sleep 0.05
+      waited=$((waited + 1))
+    done
     sleep 0.$((i * 7 % 4 + 1))
     kill -TERM $xp
     wait $xp

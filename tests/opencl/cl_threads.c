@@ -8,6 +8,10 @@
 #define ROUNDS 5
 
 static cl_env_t env;
+/* Queues are released only when every thread is done: the layer knows a
+ * queue by its handle, and a released handle may come back for the next
+ * queue (one track instead of two). */
+static pthread_barrier_t all_done;
 
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg;
@@ -36,6 +40,7 @@ static void *worker(void *arg) {
       CHECK(c[i] == a[i] + b[i]);
   }
   CL_CHECK(clFinish(q));
+  pthread_barrier_wait(&all_done);
   clReleaseKernel(k);
   clReleaseMemObject(ba);
   clReleaseMemObject(bb);
@@ -47,6 +52,7 @@ static void *worker(void *arg) {
 int main(void) {
   cl_env_open(&env);
   pthread_t t[THREADS];
+  pthread_barrier_init(&all_done, NULL, THREADS);
   for (int i = 0; i < THREADS; i++)
     pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++)
