@@ -226,15 +226,21 @@ int main(int argc, char **argv) {
         fclose(own[i]);
     return 0;
   } else if (!strcmp(mode, "orphan")) {
-    /* The child outlives its parent (and xptrace's wait). */
+    /* The child outlives its parent (and xptrace's wait); the parent
+     * ends once the child has recorded (its recording exists). */
     pairs(work_ev, PAIRS);
+    int ready[2];
+    if (pipe(ready) != 0)
+      return 5;
     pid_t pid = fork();
     if (pid == 0) {
       pairs(work_ev, PAIRS);
+      (void)!write(ready[1], "r", 1);
       sleep(2);
       exit(0);
     }
-    return pid > 0 ? 0 : 5;
+    char c;
+    return pid > 0 && read(ready[0], &c, 1) == 1 ? 0 : 5;
   } else if (!strcmp(mode, "sigint-term")) {
     signal(SIGINT, SIG_IGN);
     pairs(work_ev, PAIRS);
