@@ -21,13 +21,14 @@ enum pt_kind pt_kind_of(uint16_t type) {
   default:
     break;
   }
-  if (type & 1)
-    return PT_KIND_END;
-  /* Known begin types, and every even user-defined type, open a slice. */
-  if ((type & XPTI_TRACE_USER_DEFINED) || (type >= XPTI_TRACE_REGION_BEGIN &&
-                                            type <= XPTI_TRACE_MEM_RELEASE_BEGIN))
-    return PT_KIND_BEGIN;
-  return PT_KIND_INSTANT;
+  /* Known begin types and their ends, and every user-defined type, make
+   * slices; other odd types (offload_alloc_*, queue_destroy) are not ends. */
+  uint16_t begin = type & (uint16_t)~1u;
+  if (!(type & XPTI_TRACE_USER_DEFINED) &&
+      (begin < XPTI_TRACE_REGION_BEGIN || begin > XPTI_TRACE_MEM_RELEASE_BEGIN ||
+       begin == XPTI_TRACE_SIGNAL || begin == XPTI_TRACE_METADATA))
+    return PT_KIND_INSTANT;
+  return (type & 1) ? PT_KIND_END : PT_KIND_BEGIN;
 }
 
 const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen) {

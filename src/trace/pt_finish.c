@@ -193,6 +193,7 @@ struct fin {
   struct pt_graph_rec *graph;
   size_t graph_n, graph_cap;
   uint64_t records, damaged;
+  uint64_t unpaired; /* of damaged: halves of slices whose other half was lost */
   struct pt_buf out;
   int fd;
   bool failed;
@@ -458,6 +459,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
     if (d->next < d->n && d->pos[d->next] == pos) {
       d->next++;
       f->damaged++; /* counted with the dropped events */
+      f->unpaired++;
       continue;
     }
     f->records++;
@@ -725,6 +727,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   memcpy(res->program, pt_proc.program, sizeof res->program);
   res->records = f.records;
   res->dropped = atomic_load(&((struct xpt_rec_header *)f.h)->dropped) + f.damaged;
+  res->unpaired = f.unpaired;
   res->disk_full = (int)atomic_load(&((struct xpt_rec_header *)f.h)->disk_full);
   unlinkat(dirfd, name, 0);
   char spill_name[300];

@@ -3,6 +3,7 @@
 #   run_case.sh WORKLOAD COLLECTOR PROTO CHECKER OUTDIR FORMAT STATUS MODE [ARGS...] -- [ENV=V...] -- [CHECKER OPTIONS...]
 # STATUS: the exit status the workload must end with (143 SIGTERM, 139 SIGSEGV).
 # Env XPT_EXPECT_STDERR: a pattern the workload's stderr must contain.
+# Env XPT_REJECT_STDERR: a pattern it must not contain.
 # Env XPT_CHILD_TOO=1: the forked child's trace (OUTDIR/child-*) is checked too.
 set -u
 workload=$1 collector=$2 proto=$3 checker=$4 outdir=$5 format=$6 status=$7
@@ -32,6 +33,9 @@ if [ "$rc" -ne "$status" ]; then
 fi
 if [ -n "${XPT_EXPECT_STDERR:-}" ] && ! grep -q "$XPT_EXPECT_STDERR" "$outdir.stderr"; then
   echo "FAIL: stderr lacks '$XPT_EXPECT_STDERR'"; exit 1
+fi
+if [ -n "${XPT_REJECT_STDERR:-}" ] && grep -q "$XPT_REJECT_STDERR" "$outdir.stderr"; then
+  echo "FAIL: stderr has '$XPT_REJECT_STDERR'"; exit 1
 fi
 if [ "$format" = json ]; then name=trace.json; else name=trace.perfetto-trace; fi
 check() {

@@ -254,11 +254,12 @@ bool pt_next_chunk(struct pt_rthread *t) {
   return ok;
 }
 
-/* Space for `size` bytes, reserved before it is written, so that a
- * signal handler recording on this thread meanwhile appends after it. */
-uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, struct xpt_rec_chunk **chunk,
-                           uint32_t *end) {
-  if (t->cap - t->off < size && !pt_next_chunk(t))
+/* Space for `size` bytes with `keep` more left free after them (the ends
+ * of open slices), reserved before it is written, so that a signal
+ * handler recording on this thread meanwhile appends after it. */
+uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, uint32_t keep,
+                    struct xpt_rec_chunk **chunk, uint32_t *end) {
+  if (t->cap - t->off < size + keep && (!pt_next_chunk(t) || t->cap - t->off < size + keep))
     return NULL;
   uint8_t *p = t->data + t->off;
   *chunk = t->cur;
@@ -306,6 +307,7 @@ static struct pt_rthread *pt_thread_new_unblocked(void) {
   t->tid = (pid_t)syscall(SYS_gettid);
   t->segment = 0;
   t->next_free = NULL;
+  t->depth = t->hold = 0; /* the ended thread's open slices are not ours */
   if (pt_policy == XPT_REC_RING && !(t->own = pt_owner_new()))
     return NULL;
   if (t->cur && t->cap - t->off >= xpt_rec_size(16))

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pt_common.h"
 #include "pt_drain.h"
 #include "pt_recorder.h"
 #include "xpt_collector.h"
@@ -56,10 +57,12 @@ static uint32_t pt_format_kind;
 static bool pt_annotate;
 static bool pt_launcher_finishes; /* under `xptrace`: it finishes the run */
 static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
-/* Types the hot path leaves to the slow one, by low byte: edge_create
- * (node instances are read), timed slices (inline times and names) and
- * user-defined types (their tool is named once). */
-static uint8_t pt_slow_type[256];
+/* By low byte: begin or end (PT_C_BEGIN/END), and whether the hot path
+ * leaves it to the slow one (PT_C_SLOW): edge_create (node instances are
+ * read), timed slices (inline times and names) and user-defined types
+ * (their tool is named once). */
+static uint8_t pt_class[256];
+uint32_t pt_nest_max;
 static uint16_t pt_timed_type; /* 0: the framework gave none */
 static _Atomic bool pt_timed_bad_reported;
 
@@ -149,7 +152,7 @@ static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *eve
   /* Into the thread's own chunk, just before the record that needs it. */
   struct xpt_rec_chunk *c;
   uint32_t end;
-  uint8_t *at = pt_reserve(t, size, &c, &end);
+  uint8_t *at = pt_reserve(t, size, t->hold + (uint32_t)sizeof r, &c, &end);
   if (!at)
     return false;
   pt_append(at, 0, &r, &d, sizeof d, name, d.name_len, file, d.file_len);
@@ -243,13 +246,31 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     extra = &edge;
     extra_len = sizeof edge;
   }
+  uint8_t cls = pt_class[type & 0xff];
+  if ((cls & PT_C_END) && pt_nest_pop(t)) {
+    pt_drop(1); /* its begin was dropped: the slice goes whole */
+    return;
+  }
+  uint32_t keep = (cls & PT_C_END) ? 0 : t->hold;
+  if (cls & PT_C_BEGIN) {
+    if (t->depth >= pt_nest_max) {
+      pt_nest_push(t, false);
+      pt_drop(1);
+      return;
+    }
+    keep += (uint32_t)sizeof(struct xpt_rec_raw);
+  }
   uint64_t uid = event ? event->unique_id : 0;
   bool named = uid != 0 && uid != PT_SEEN_EMPTY;
   if (!t->cur && !pt_next_chunk(t)) {
+    if (cls & PT_C_BEGIN)
+      pt_nest_push(t, false);
     pt_drop(1);
     return;
   }
-  if (named && t->seen[pt_seen_slot(uid)] != uid && pt_describe(t, event, uid))
+  /* An end needs no description: it is matched to its begin by id. */
+  if (named && !(cls & PT_C_END) && t->seen[pt_seen_slot(uid)] != uid &&
+      pt_describe(t, event, uid))
     t->seen[pt_seen_slot(uid)] = uid;
   if (!named && kind == XPT_REC_EVENT && !(type & 1)) {
     /* No trace point to describe: begins and instants carry their name
@@ -268,7 +289,9 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
   uint32_t len = extra_len + s1_len + s2_len;
   struct xpt_rec_chunk *c;
   uint32_t end;
-  uint8_t *p = pt_reserve(t, xpt_rec_size(len), &c, &end);
+  uint8_t *p = pt_reserve(t, xpt_rec_size(len), keep, &c, &end);
+  if (cls & PT_C_BEGIN)
+    pt_nest_push(t, p != NULL);
   if (!p) {
     pt_drop(1);
     return;
@@ -285,7 +308,8 @@ static inline __attribute__((always_inline)) void
 pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
           uint64_t instance, const void *user_data) {
   struct pt_rthread *t = pt_tls;
-  if (__builtin_expect(t != NULL && event != NULL && !pt_slow_type[type & 0xff], 1)) {
+  uint8_t cls = pt_class[type & 0xff];
+  if (__builtin_expect(t != NULL && event != NULL && !(cls & PT_C_SLOW), 1)) {
     if (__builtin_expect(t->busy, 0)) {
       pt_drop(1); /* a signal handler interrupted this thread's recording */
       return;
@@ -294,9 +318,24 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t uid = event->unique_id;
     uint32_t off = t->off;
-    if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid &&
-                             t->cap - off >= (uint32_t)sizeof(struct xpt_rec_raw),
+    /* Room for the record, and unless it is an end, for the ends of the
+     * open slices and of this one (a begin's end is held from now on). */
+    uint32_t need = (uint32_t)sizeof(struct xpt_rec_raw);
+    if (!(cls & PT_C_END))
+      need += t->hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
+    if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid && t->cap - off >= need &&
+                             t->depth < pt_nest_max,
                          1)) {
+      if (cls & PT_C_END) {
+        if (__builtin_expect(pt_nest_pop(t), 0)) {
+          atomic_signal_fence(memory_order_seq_cst);
+          t->busy = false;
+          pt_drop(1); /* its begin was dropped: the slice goes whole */
+          return;
+        }
+      } else if (cls & PT_C_BEGIN) {
+        pt_nest_push(t, true);
+      }
       struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
       r->ts = tsc ? pt_ticks() : pt_now();
       r->uid = uid;
@@ -343,6 +382,13 @@ static uint32_t pt_chunk_size_for(uint64_t budget) {
   return (uint32_t)(cap & ~(uint64_t)4095);
 }
 
+/* Open slices a thread may have: their ends' room, held back, stays
+ * under half a chunk. */
+static uint32_t pt_nest_max_for(uint32_t chunk_size) {
+  uint32_t levels = chunk_size / 2 / (uint32_t)sizeof(struct xpt_rec_raw);
+  return levels < PT_NEST_LEVELS ? levels : PT_NEST_LEVELS;
+}
+
 /* Creates the recording in the output folder (exclusively: a new name
  * when taken), sized and mapped.  Normal context only (stream set-up). */
 static void pt_rec_open_locked(void) {
@@ -382,6 +428,7 @@ static void pt_rec_open_locked(void) {
       break;
     pt_budget /= 2;
     pt_chunk_size = pt_chunk_size_for(pt_budget);
+    pt_nest_max = pt_nest_max_for(pt_chunk_size);
     chunks = pt_budget / pt_chunk_size;
     size = XPT_REC_HEADER_SIZE + (size_t)chunks * pt_chunk_size;
     err = 0;
@@ -501,7 +548,8 @@ static void pt_finish_here(void) {
   flock(pt_rec.fd, LOCK_UN); /* the finisher takes it exclusively */
   struct xpt_finish_result res;
   if (xpt_finish_recording(pt_rec.dir, pt_rec.name, "xpti:", &res) == 0 && res.dropped)
-    xpt_msg("xpti: perfetto collector dropped %" PRIu64 " events%s\n", res.dropped,
+    xpt_msg("xpti: perfetto collector dropped %" PRIu64 " events%s%s\n", res.dropped,
+            res.unpaired ? " (and the other halves of the slices they cut)" : "",
             res.disk_full == 1   ? " (the disk is full)"
             : res.disk_full == 2 ? " (the program closed the recording's descriptor)"
                                  : "");
@@ -604,9 +652,13 @@ static void pt_setup(void) {
   pt_launcher_finishes = finisher && !strcmp(finisher, "launcher");
   pt_budget = xpt_env_buffer_size(); /* at least 8 chunks of the smallest size */
   pt_chunk_size = pt_chunk_size_for(pt_budget);
-  pt_slow_type[XPTI_TRACE_EDGE_CREATE] = 1;
-  for (unsigned i = 0x80; i < 0x100; i++)
-    pt_slow_type[i] = 1;
+  pt_nest_max = pt_nest_max_for(pt_chunk_size);
+  for (unsigned i = 0; i < 0x100; i++) {
+    enum pt_kind k = pt_kind_of((uint16_t)i);
+    pt_class[i] = k == PT_KIND_BEGIN ? PT_C_BEGIN : k == PT_KIND_END ? PT_C_END : 0;
+    if (i >= 0x80 || i == XPTI_TRACE_EDGE_CREATE)
+      pt_class[i] |= PT_C_SLOW;
+  }
   pt_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
   pthread_key_create(&pt_key, pt_thread_exit);
   pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);

@@ -40,10 +40,16 @@ PT_HIDDEN extern bool pt_use_tsc;
 PT_HIDDEN extern uint32_t pt_policy;
 PT_HIDDEN extern uint64_t pt_budget;
 PT_HIDDEN extern uint32_t pt_chunk_size;
+PT_HIDDEN extern uint32_t pt_nest_max; /* levels tracked, <= PT_NEST_LEVELS */
 
 /* ---- the recording and the threads writing it ---- */
 
 enum { PT_SEEN = 256 };
+/* Open slices tracked per thread (levels); deeper begins are dropped
+ * with their ends.  The level count is also capped by the chunk size. */
+enum { PT_NEST_LEVELS = 4096, PT_NEST_WORDS = PT_NEST_LEVELS / 64 };
+/* pt_class[type & 0xff]: what the hot path needs to know of a type. */
+enum { PT_C_SLOW = 1, PT_C_BEGIN = 2, PT_C_END = 4 };
 #define PT_SEEN_EMPTY UINT64_MAX
 
 struct pt_rthread {
@@ -63,6 +69,12 @@ struct pt_rthread {
    * same thread meanwhile would write over the record being made, so its
    * event is counted as dropped instead (rare: a window of a few ns). */
   volatile bool busy;
+  /* Whole slices only: every record but an end leaves `hold` bytes free
+   * in the chunk, an end's room for each recorded open begin, so that an
+   * end is never dropped when its begin was recorded; the end of a begin
+   * that was dropped is dropped too (bit set in lost). */
+  uint32_t depth, hold;
+  uint64_t lost[PT_NEST_WORDS];
   struct pt_rthread *next_all, *next_free;
 };
 
@@ -93,6 +105,35 @@ static inline size_t pt_seen_slot(uint64_t uid) {
   return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
 }
 
+/* A begin's fate: recorded (its end's room now held back) or lost. */
+static inline void pt_nest_push(struct pt_rthread *t, bool recorded) {
+  uint32_t d = t->depth++;
+  if (d >= pt_nest_max)
+    return; /* too deep: dropped by the caller, its end with it */
+  uint64_t bit = 1ull << (d & 63);
+  if (recorded) {
+    t->lost[d >> 6] &= ~bit;
+    t->hold += (uint32_t)sizeof(struct xpt_rec_raw);
+  } else {
+    t->lost[d >> 6] |= bit;
+  }
+}
+
+/* An end: whether its begin was lost (then it goes too).  An end with no
+ * open begin (recording started inside the slice) is kept: the finisher
+ * removes what stays unpaired. */
+static inline bool pt_nest_pop(struct pt_rthread *t) {
+  if (t->depth == 0)
+    return false;
+  uint32_t d = --t->depth;
+  if (d >= pt_nest_max)
+    return true;
+  if ((t->lost[d >> 6] >> (d & 63)) & 1)
+    return true;
+  t->hold -= (uint32_t)sizeof(struct xpt_rec_raw);
+  return false;
+}
+
 /* ---- pt_chunks.c ---- */
 PT_HIDDEN void pt_drop(uint64_t n);
 PT_HIDDEN struct xpt_rec_chunk *pt_chunk_map(uint64_t index);
@@ -105,8 +146,8 @@ PT_HIDDEN void pt_append(uint8_t *data, uint32_t off, const struct xpt_rec_raw *
                          uint32_t alen, const void *b, uint32_t blen, const void *c,
                          uint32_t clen);
 PT_HIDDEN bool pt_next_chunk(struct pt_rthread *t);
-PT_HIDDEN uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, struct xpt_rec_chunk **chunk,
-                              uint32_t *end);
+PT_HIDDEN uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, uint32_t keep,
+                              struct xpt_rec_chunk **chunk, uint32_t *end);
 PT_HIDDEN void pt_commit(struct pt_rthread *t, struct xpt_rec_chunk *c, uint32_t end);
 PT_HIDDEN struct pt_rthread *pt_thread_new(void);
 PT_HIDDEN void pt_thread_exit(void *p);

@@ -20,8 +20,9 @@ static void finish_print(const struct xpt_finish_result *res, void *ctx) {
   ++*n;
   fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
   if (res->dropped)
-    fprintf(stderr, "xptrace: %s [%d] dropped %llu events%s\n", res->program, res->pid,
+    fprintf(stderr, "xptrace: %s [%d] dropped %llu events%s%s\n", res->program, res->pid,
             (unsigned long long)res->dropped,
+            res->unpaired ? " (and the other halves of the slices they cut)" : "",
             res->disk_full == 1   ? " (the disk was full)"
             : res->disk_full == 2 ? " (the program closed the recording's descriptor)"
                                   : "");
