@@ -13,9 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
-#define XPT_SHARED_VERSION 1
-enum { XPT_ONCE_SLOTS = 256 };
+#define XPT_SHARED_VERSION 2
+enum { XPT_ONCE_SLOTS = 256, XPT_WINDOW_FNS = 8 };
 
 typedef struct xpt_shared {
   /* original stderr: 0 not recorded, 1 being recorded, 2 recorded */
@@ -32,6 +33,12 @@ typedef struct xpt_shared {
   bool out_default;   /* the default name: never reuse an existing folder */
   bool out_fixed;     /* name fixed at fork before it was created */
   char out_path[PATH_MAX];
+  /* time windows (xpt_windows.c): 0 not started, 1 starting, 2 running */
+  _Atomic int win_state;
+  _Atomic bool win_open;
+  clockid_t win_main_clock;
+  unsigned win_nfns; /* under `lock` */
+  void (*win_fns[XPT_WINDOW_FNS])(bool open, uint64_t mono_ns);
 } xpt_shared_t;
 
 /* The process-wide instance (the first copy loaded). */

@@ -27,6 +27,7 @@
 #include "pt_recorder.h"
 #include "xpt_collector.h"
 #include "xpt_finish.h"
+#include "xpt_windows.h"
 #include "xpti/xpti_trace_framework.h"
 #include "xpt_rec.h"
 #include "xptrace/xptrace_protocol.h"
@@ -63,6 +64,10 @@ static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
  * (their tool is named once). */
 static uint8_t pt_class[256];
 uint32_t pt_nest_max;
+/* Inside a time window (XPTRACE_PERIODS), or no windows. */
+static _Atomic bool pt_open = true;
+static uint8_t pt_windows_stream;
+static bool pt_window_marked; /* the controller thread's only */
 static uint16_t pt_timed_type; /* 0: the framework gave none */
 static _Atomic bool pt_timed_bad_reported;
 
@@ -247,14 +252,21 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     extra_len = sizeof edge;
   }
   uint8_t cls = pt_class[type & 0xff];
-  if ((cls & PT_C_END) && pt_nest_pop(t)) {
-    pt_drop(1); /* its begin was dropped: the slice goes whole */
+  if (cls & PT_C_END) {
+    enum pt_fate fate = pt_nest_pop(t);
+    if (fate == PT_DROPPED)
+      pt_drop(1); /* its begin was dropped: the slice goes whole */
+    if (fate != PT_RECORDED)
+      return;
+  } else if (!atomic_load_explicit(&pt_open, memory_order_relaxed)) {
+    if (cls & PT_C_BEGIN)
+      pt_nest_push(t, PT_GATED); /* outside the time windows, its end too */
     return;
   }
   uint32_t keep = (cls & PT_C_END) ? 0 : t->hold;
   if (cls & PT_C_BEGIN) {
     if (t->depth >= pt_nest_max) {
-      pt_nest_push(t, false);
+      pt_nest_push(t, PT_DROPPED);
       pt_drop(1);
       return;
     }
@@ -264,7 +276,7 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
   bool named = uid != 0 && uid != PT_SEEN_EMPTY;
   if (!t->cur && !pt_next_chunk(t)) {
     if (cls & PT_C_BEGIN)
-      pt_nest_push(t, false);
+      pt_nest_push(t, PT_DROPPED);
     pt_drop(1);
     return;
   }
@@ -291,7 +303,7 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
   uint32_t end;
   uint8_t *p = pt_reserve(t, xpt_rec_size(len), keep, &c, &end);
   if (cls & PT_C_BEGIN)
-    pt_nest_push(t, p != NULL);
+    pt_nest_push(t, p ? PT_RECORDED : PT_DROPPED);
   if (!p) {
     pt_drop(1);
     return;
@@ -309,7 +321,9 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
           uint64_t instance, const void *user_data) {
   struct pt_rthread *t = pt_tls;
   uint8_t cls = pt_class[type & 0xff];
-  if (__builtin_expect(t != NULL && event != NULL && !(cls & PT_C_SLOW), 1)) {
+  if (__builtin_expect(t != NULL && event != NULL && !(cls & PT_C_SLOW) &&
+                           atomic_load_explicit(&pt_open, memory_order_relaxed),
+                       1)) {
     if (__builtin_expect(t->busy, 0)) {
       pt_drop(1); /* a signal handler interrupted this thread's recording */
       return;
@@ -327,14 +341,16 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
                              t->depth < pt_nest_max,
                          1)) {
       if (cls & PT_C_END) {
-        if (__builtin_expect(pt_nest_pop(t), 0)) {
+        enum pt_fate fate = pt_nest_pop(t);
+        if (__builtin_expect(fate != PT_RECORDED, 0)) {
           atomic_signal_fence(memory_order_seq_cst);
           t->busy = false;
-          pt_drop(1); /* its begin was dropped: the slice goes whole */
+          if (fate == PT_DROPPED)
+            pt_drop(1); /* its begin was dropped: the slice goes whole */
           return;
         }
       } else if (cls & PT_C_BEGIN) {
-        pt_nest_push(t, true);
+        pt_nest_push(t, PT_RECORDED);
       }
       struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
       r->ts = tsc ? pt_ticks() : pt_now();
@@ -581,6 +597,7 @@ static void pt_fork_child(void) {
   pt_chunks_fork_child();
   pthread_mutex_init(&pt_dict_lock, NULL);
   pthread_mutex_init(&pt_open_lock, NULL);
+  pt_window_marked = false; /* the parent's window: in the parent's trace */
   pt_free = NULL;
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
     t->cur = t->prev = NULL; /* in the parent's mapping */
@@ -666,6 +683,39 @@ static void pt_setup(void) {
 
 static pthread_mutex_t pt_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The windows' own track: a slice per window on the controller thread
+ * ("xptrace-windows"), begun once the gate is open, ended before it
+ * closes. */
+static void pt_window_change(bool open, uint64_t mono_ns) {
+  if (mono_ns == 0) { /* registration: the state then, nothing to mark */
+    atomic_store(&pt_open, open);
+    return;
+  }
+  if (open && !pt_window_marked) {
+    atomic_store(&pt_open, true);
+    pt_record_slow(pt_use_tsc, pt_windows_stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, 0,
+                   "xptrace window");
+    pt_window_marked = true;
+  } else if (!open) {
+    if (pt_window_marked)
+      pt_record_slow(pt_use_tsc, pt_windows_stream, XPTI_TRACE_FUNCTION_END, NULL, 0,
+                     "xptrace window");
+    pt_window_marked = false;
+    atomic_store(&pt_open, false);
+  }
+}
+
+static void pt_windows_setup(void) {
+  uint8_t id = xptiRegisterStream("xptrace.windows");
+  if (id == XPTI_INVALID_STREAM_ID)
+    return;
+  pthread_mutex_lock(&pt_streams_lock);
+  pt_name_stream(id, "xptrace.windows");
+  pthread_mutex_unlock(&pt_streams_lock);
+  pt_windows_stream = id;
+  xpt_windows_start(pt_window_change);
+}
+
 XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,
                                      const char *stream) {
   (void)major;
@@ -686,6 +736,9 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   pthread_mutex_unlock(&pt_streams_lock);
   if (fresh)
     xptiRegisterStreamCallback(id, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
+  static pthread_once_t windows_once = PTHREAD_ONCE_INIT;
+  if (xpt_windows_configured())
+    pthread_once(&windows_once, pt_windows_setup);
 }
 
 /* The recording holds everything already: nothing to do until the end. */

@@ -75,6 +75,7 @@ struct pt_rthread {
    * that was dropped is dropped too (bit set in lost). */
   uint32_t depth, hold;
   uint64_t lost[PT_NEST_WORDS];
+  uint64_t gated[PT_NEST_WORDS]; /* of the lost: begun outside a time window */
   struct pt_rthread *next_all, *next_free;
 };
 
@@ -105,33 +106,40 @@ static inline size_t pt_seen_slot(uint64_t uid) {
   return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
 }
 
-/* A begin's fate: recorded (its end's room now held back) or lost. */
-static inline void pt_nest_push(struct pt_rthread *t, bool recorded) {
+/* A begin's fate: recorded (its end's room now held back), dropped, or
+ * outside the time windows (not a drop). */
+enum pt_fate { PT_RECORDED, PT_DROPPED, PT_GATED };
+
+static inline void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) {
   uint32_t d = t->depth++;
   if (d >= pt_nest_max)
     return; /* too deep: dropped by the caller, its end with it */
   uint64_t bit = 1ull << (d & 63);
-  if (recorded) {
+  if (fate == PT_RECORDED) {
     t->lost[d >> 6] &= ~bit;
     t->hold += (uint32_t)sizeof(struct xpt_rec_raw);
   } else {
     t->lost[d >> 6] |= bit;
   }
+  if (fate == PT_GATED)
+    t->gated[d >> 6] |= bit;
+  else
+    t->gated[d >> 6] &= ~bit;
 }
 
-/* An end: whether its begin was lost (then it goes too).  An end with no
- * open begin (recording started inside the slice) is kept: the finisher
- * removes what stays unpaired. */
-static inline bool pt_nest_pop(struct pt_rthread *t) {
+/* An end takes its begin's fate (a lost begin's end goes too).  An end
+ * with no open begin (recording started inside the slice) is kept: the
+ * finisher removes what stays unpaired. */
+static inline enum pt_fate pt_nest_pop(struct pt_rthread *t) {
   if (t->depth == 0)
-    return false;
+    return PT_RECORDED;
   uint32_t d = --t->depth;
   if (d >= pt_nest_max)
-    return true;
+    return PT_DROPPED;
   if ((t->lost[d >> 6] >> (d & 63)) & 1)
-    return true;
+    return ((t->gated[d >> 6] >> (d & 63)) & 1) ? PT_GATED : PT_DROPPED;
   t->hold -= (uint32_t)sizeof(struct xpt_rec_raw);
-  return false;
+  return PT_RECORDED;
 }
 
 /* ---- pt_chunks.c ---- */

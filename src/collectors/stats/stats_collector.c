@@ -20,6 +20,7 @@
 
 #include "stats_internal.h"
 #include "xptrace/xptrace_protocol.h"
+#include "xpt_windows.h"
 
 /* ---- per-thread state ---------------------------------------------------------- */
 
@@ -30,6 +31,8 @@ typedef struct stats_frame {
   uint32_t row;
   uint16_t type;
 } stats_frame_t;
+/* The row of a frame begun outside the time windows (XPTRACE_PERIODS). */
+#define STATS_ROW_GATED (UINT32_MAX - 1)
 
 /* Who holds a thread's state: its thread (recording, or reporting), or
  * the report running on another thread. */
@@ -282,6 +285,8 @@ static void stats_end(stats_thread_t *t, uint8_t stream, uint16_t begin_type, co
    * they are dropped from the stack (and counted when reported). */
   const stats_frame_t frame = t->stack[k - 1];
   t->depth = k - 1;
+  if (frame.row == STATS_ROW_GATED)
+    return; /* begun outside the time windows */
   uint64_t duration = now >= frame.start ? now - frame.start : 0;
   stats_add_span(t, &t->rows[frame.row], duration, frame.children);
   if (t->depth > 0)
@@ -304,9 +309,19 @@ static void stats_timed_slice(stats_thread_t *t, uint8_t stream, uint16_t type,
   stats_add_span(t, &t->rows[r], duration, 0);
 }
 
+/* Inside a time window (XPTRACE_PERIODS), or no windows.  A begin
+ * outside one is kept on the stack as gated, so that its end (maybe
+ * inside a later window) is neither counted nor unmatched. */
+static _Atomic bool stats_open = true;
+static void stats_window_change(bool open, uint64_t mono_ns) {
+  (void)mono_ns;
+  atomic_store(&stats_open, open);
+}
+
 static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t *event,
                          const void *user_data) {
   uint64_t now = xpt_now_ns();
+  bool open = atomic_load_explicit(&stats_open, memory_order_relaxed);
   stats_thread_t *t = stats_tls;
   if ((!t && !(t = stats_thread_new())) || !stats_thread_enter(t)) {
     atomic_fetch_add_explicit(&stats_lost, 1, memory_order_relaxed);
@@ -314,6 +329,10 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   }
   if (t->rows_cap == 0)
     stats_thread_tables(t);
+  if (!open && (stats_type_is_point(type) || (type == stats_timed_type && user_data))) {
+    stats_thread_leave(t);
+    return;
+  }
   if (type == stats_timed_type && user_data) {
     stats_timed_slice(t, stream, type, event, user_data);
     stats_thread_leave(t);
@@ -329,7 +348,7 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
     else
       ++t->rows[r].count;
   } else if ((type & 1) == 0) {
-    uint32_t r = stats_row_find(t, stream, type, name);
+    uint32_t r = open ? stats_row_find(t, stream, type, name) : STATS_ROW_GATED;
     stats_frame_t frame = {event ? (const void *)event : name, now, 0, r, type};
     if (r == UINT32_MAX || !stats_push(t, frame))
       ++t->dropped;
@@ -355,6 +374,8 @@ static void stats_thread_merge(stats_table_t *tab, const stats_thread_t *t) {
   for (uint32_t r = 0; r < t->nrows; ++r)
     stats_table_add(tab, &t->rows[r]);
   for (uint32_t d = 0; d < t->depth; ++d) {
+    if (t->stack[d].row == STATS_ROW_GATED)
+      continue;
     const stats_row_t *row = &t->rows[t->stack[d].row];
     stats_row_t *m = stats_table_row(tab, row->stream, row->type, row->name);
     if (m)
@@ -532,6 +553,9 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   /* Every type, user-defined ones of tools registered at any time
    * included.  DUPLICATE/UNDELETE: a stream initialised again. */
   static _Atomic bool said;
+  static _Atomic bool windows;
+  if (xpt_windows_configured() && !atomic_exchange(&windows, true))
+    xpt_windows_start(stats_window_change);
   xpti_result_t r = xptiRegisterStreamCallback(stream, stats_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&said, true))

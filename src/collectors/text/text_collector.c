@@ -18,6 +18,7 @@
 
 #include "xpti/xpti_trace_framework.h"
 #include "xptrace/xptrace_protocol.h"
+#include "xpt_windows.h"
 #include "xpt_msg.h"
 
 /* A line of at most PIPE_BUF bytes goes out in one atomic write(2), even
@@ -376,8 +377,18 @@ static void text_put_stream_name(text_line_t *l, uint8_t stream) {
 /* The xptrace timed-slice type, whose user data is printed. */
 static _Atomic uint16_t text_timed_type;
 
+/* Inside a time window (XPTRACE_PERIODS), or no windows: the log has
+ * lines only from inside them. */
+static _Atomic bool text_open = true;
+static void text_window_change(bool open, uint64_t mono_ns) {
+  (void)mono_ns;
+  atomic_store(&text_open, open);
+}
+
 static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
                         xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  if (!atomic_load_explicit(&text_open, memory_order_relaxed))
+    return;
   /* user data is the stream's protocol: read only where the predefined
    * types define it (a function's name) */
   text_line_t l;
@@ -464,6 +475,9 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream != XPTI_INVALID_STREAM_ID)
     text_subscribe(stream);
+  static _Atomic bool windows;
+  if (xpt_windows_configured() && !atomic_exchange(&windows, true))
+    xpt_windows_start(text_window_change);
 }
 
 /* Callbacks stay registered: a producer may notify a finished stream

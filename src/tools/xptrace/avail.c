@@ -57,6 +57,7 @@ int cmd_avail(int argc, char **argv) {
       {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
       {"XPTRACE_BUFFER_SIZE", "64M"},
       {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
+      {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector)"},
       {"XPTRACE_STREAMS", "unset: every stream"},
       {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
       {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},

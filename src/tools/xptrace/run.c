@@ -16,6 +16,7 @@
 
 #include "xpt_collector.h"
 #include "xptrace_cmds.h"
+#include "sampler_config.h" /* the period syntax */
 
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
@@ -28,6 +29,8 @@ static const char usage_run[] =
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
     "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
     "                           the XPTRACE_SAMPLE_* variables)\n"
+    "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
+    "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -120,7 +123,8 @@ static void run_after(const void *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE };
+  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
+         OPT_PERIODS };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -130,12 +134,14 @@ int cmd_run(int argc, char **argv) {
       {"streams", required_argument, NULL, OPT_STREAMS},
       {"opencl", no_argument, NULL, OPT_OPENCL},
       {"sample", no_argument, NULL, OPT_SAMPLE},
+      {"periods", required_argument, NULL, OPT_PERIODS},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   run_options_t o = {.collectors = "perfetto,stats"};
   bool sample = false;
+  const char *periods = NULL;
   opterr = 0;
   optind = 1;
   int opt;
@@ -150,6 +156,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_STREAMS: o.streams = optarg; break;
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_SAMPLE: sample = true; break;
+    case OPT_PERIODS: periods = optarg; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -198,6 +205,15 @@ int cmd_run(int argc, char **argv) {
   if (sample && access(sampler, R_OK) != 0)
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
 
+  sampler_period_t specs[SAMPLER_MAX_PERIODS];
+  size_t nspecs;
+  char bad[64];
+  if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
+    return usage_error(usage_run,
+                       "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
+                       "or process_cputime; seconds; duration > 0)",
+                       bad[0] ? bad : periods);
+
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)
     return rc;
@@ -220,6 +236,10 @@ int cmd_run(int argc, char **argv) {
     set_env(o.verbose, "XPTRACE_BUFFER_POLICY", o.buffer_policy);
   if (o.streams)
     set_env(o.verbose, "XPTRACE_STREAMS", o.streams);
+  if (periods) { /* every recorder, and the sampler */
+    set_env(o.verbose, "XPTRACE_PERIODS", periods);
+    set_env(o.verbose, "XPTRACE_SAMPLE_PERIODS", periods);
+  }
   if (chosen[2] && !getenv("XPTI_TEXT_OUTPUT")) {
     char text[PATH_MAX + 16];
     snprintf(text, sizeof text, "%s/text.log", dir);
