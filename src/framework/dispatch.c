@@ -223,14 +223,16 @@ static void fork_prepare(void) {
   tables_fork_lock();
 }
 
-static void fork_parent(void) {
-  tables_fork_unlock();
+static void fork_unlock(bool child) {
+  tables_fork_unlock(child);
   registry_fork_unlock();
   pthread_mutex_unlock(&g.lock);
 }
 
+static void fork_parent(void) { fork_unlock(false); }
+
 static void fork_child(void) {
-  fork_parent();
+  fork_unlock(true);
   if (tls_loading)
     return; /* forked from a constructor: this thread finishes the load */
   int state = atomic_load(&g_init_state);

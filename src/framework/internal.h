@@ -23,12 +23,28 @@ XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
 /* calloc, on huge pages when big. */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 
+/* Zeroed blocks made ahead by a background thread (reserve.c).  Sizes from
+ * RESERVE_MIN up; want: keep count (at most 2) blocks of size ready; take:
+ * a ready block of size or NULL, then keep keep ready from now on. */
+#define RESERVE_MIN ((size_t)256 << 10)
+XPTIFW_HIDDEN void reserve_want(size_t size, unsigned count);
+XPTIFW_HIDDEN void *reserve_take(size_t size, unsigned keep);
+/* fork: the lock, innermost; the child starts a new thread when needed. */
+XPTIFW_HIDDEN void reserve_fork_lock(void);
+XPTIFW_HIDDEN void reserve_fork_unlock(bool child);
+
 /* Bump allocator for immutable copies (strings, objects, payloads). */
 typedef struct arena {
-  char *cur, *end;
-  size_t next_chunk;
+  char *cur, *limit, *end; /* limit: end, or a mark that asks for more ahead */
 } arena_t;
-XPTIFW_HIDDEN void *arena_alloc(arena_t *a, size_t size, size_t align);
+XPTIFW_HIDDEN void *arena_alloc_slow(arena_t *a, size_t size, size_t align);
+static inline void *arena_alloc(arena_t *a, size_t size, size_t align) {
+  uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
+  if (UNLIKELY(p + size > (uintptr_t)a->limit)) /* also when a->cur is NULL */
+    return arena_alloc_slow(a, size, align);
+  a->cur = (char *)(p + size);
+  return (void *)p;
+}
 /* Give back the latest allocation (a lost insert race), when it still is. */
 static inline void arena_unalloc(arena_t *a, void *p, size_t size) {
   if (a && a->cur == (char *)p + size) {
@@ -68,7 +84,21 @@ static inline void *idvec_get(const idvec_t *v, uint64_t id) {
   return present ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 }
 /* Lock-free: a missing segment is made and published with a CAS. */
-XPTIFW_HIDDEN bool idvec_set(idvec_t *v, uint64_t id, void *p);
+XPTIFW_HIDDEN bool idvec_set_slow(idvec_t *v, uint64_t id, void *p);
+static inline bool idvec_set(idvec_t *v, uint64_t id, void *p) {
+  uint64_t i = id + (1u << IDVEC_BASE_LOG);
+  unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
+  uint64_t index = i - ((uint64_t)1 << (k + IDVEC_BASE_LOG));
+  _Atomic(void *) *seg = k < IDVEC_SEGMENTS ? atomic_load_explicit(
+                                                  (_Atomic(_Atomic(void *) *) *)&v->seg[k],
+                                                  memory_order_acquire)
+                                            : NULL;
+  /* the slow path also asks, half way through a segment, for the next */
+  if (UNLIKELY(!seg || index == (uint64_t)1 << (k + IDVEC_BASE_LOG - 1)))
+    return idvec_set_slow(v, id, p);
+  atomic_store_explicit(&seg[index], p, memory_order_release);
+  return true;
+}
 
 /* ---- hashing --------------------------------------------------------- */
 XPTIFW_HIDDEN uint64_t hash_bytes(const void *data, size_t len, uint64_t seed);
@@ -113,8 +143,15 @@ XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
 typedef uint64_t (*hindex_hash_fn)(const void *element);
 /* Under *lock: publish a twice-as-large copy in *where when h (still the
  * current index) holds more than count * 2 slots' worth. */
-XPTIFW_HIDDEN void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
-                                         pthread_mutex_t *lock, hindex_hash_fn element_hash);
+XPTIFW_HIDDEN void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                                    pthread_mutex_t *lock, hindex_hash_fn element_hash);
+static inline void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                                         pthread_mutex_t *lock, hindex_hash_fn element_hash) {
+  /* a quarter full: the next size gets made ahead; half full: grow */
+  if (UNLIKELY(count * 4 > h->mask + 1) &&
+      (count == (h->mask + 1) / 4 + 1 || count * 2 > h->mask + 1))
+    hindex_grow_slow(where, h, count, lock, element_hash);
+}
 /* The current index, made (slots large) when there is none yet. */
 XPTIFW_HIDDEN hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots,
                                        pthread_mutex_t *lock);
@@ -196,6 +233,12 @@ typedef struct intern_table {
  * UINT32_MAX when the table is full or memory runs out. */
 XPTIFW_HIDDEN uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                               const intern_entry_t **entry);
+/* The same, with hash = intern_hash(data, len, tag) already computed. */
+XPTIFW_HIDDEN uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                                     uint64_t hash, const intern_entry_t **entry);
+static inline uint64_t intern_hash(const void *data, size_t len, uint8_t tag) {
+  return hash_bytes(data, len, tag);
+}
 static inline const intern_entry_t *intern_lookup(const intern_table_t *t, uint32_t id) {
   if (id >= atomic_load_explicit(&t->count, memory_order_acquire))
     return NULL;
@@ -252,12 +295,12 @@ XPTIFW_HIDDEN void *tracepoint_cxx_map(const xpti_trace_event_data_t *event);
 XPTIFW_HIDDEN void interop_reset(void);
 
 /* ---- fork: every lock taken in one fixed order, outermost first ------ */
-/* dispatch g.lock -> registry (creation, metadata) -> objects -> strings
- * -> retired list: the order in which the code nests them. */
+/* dispatch g.lock -> registry (growth, metadata) -> objects -> strings
+ * -> retired list -> reserve: the order in which the code nests them. */
 XPTIFW_HIDDEN void registry_fork_lock(void);
 XPTIFW_HIDDEN void registry_fork_unlock(void);
 XPTIFW_HIDDEN void tables_fork_lock(void);
-XPTIFW_HIDDEN void tables_fork_unlock(void);
+XPTIFW_HIDDEN void tables_fork_unlock(bool child);
 
 /* ---- configuration (config.c) ---------------------------------------- */
 /* XPTI_TRACE_ENABLE: 1 on (unset, "1", "true"), 0 off ("0", "false"),

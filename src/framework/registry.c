@@ -159,12 +159,15 @@ typedef struct tp_probe {
   uint32_t name_len, file_len;
   uint64_t line_column;
   uint64_t code;
+  uint64_t name_hash, file_hash;
   uint64_t hash;
 } tp_probe_t;
 
 #define ABSENT_NAME_SEED 0x6e6f6e616d65ull /* NULL and "" must differ */
 #define ABSENT_FILE_SEED 0x6e6f66696c65ull
 
+/* The name's and file's hashes are the string table's, so creation interns
+ * them without hashing again. */
 static bool probe_make(const xpti_payload_t *p, const char *fallback_name, tp_probe_t *q) {
   q->name = p->name ? p->name : fallback_name;
   q->file = p->source_file;
@@ -177,9 +180,10 @@ static bool probe_make(const xpti_payload_t *p, const char *fallback_name, tp_pr
   q->file_len = (uint32_t)file_len;
   q->line_column = (uint64_t)p->line_no << 32 | p->column_no;
   q->code = q->file ? 0 : (uint64_t)(uintptr_t)p->code_ptr_va;
-  uint64_t h = q->name ? hash_bytes(q->name, name_len, 1) : ABSENT_NAME_SEED;
-  h = q->file ? hash_bytes(q->file, file_len, h) : hash_mix(h ^ ABSENT_FILE_SEED);
-  q->hash = hash_mix(h ^ hash_mix(q->line_column ^ hash_mix(q->code)));
+  q->name_hash = q->name ? intern_hash(q->name, name_len, STRING_TAG) : ABSENT_NAME_SEED;
+  q->file_hash = q->file ? intern_hash(q->file, file_len, STRING_TAG) : ABSENT_FILE_SEED;
+  q->hash = hash_mix(q->name_hash ^ hash_mix(q->file_hash ^ 0x9e3779b97f4a7c15ull) ^
+                     hash_mix(q->line_column ^ hash_mix(q->code)));
   return true;
 }
 
@@ -207,10 +211,19 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
                                uint16_t activity) {
   const char *name = NULL, *file = NULL;
   uint64_t name_id = NO_STRING, file_id = NO_STRING;
-  if (q->name && (name_id = string_intern(q->name, &name)) == UINT32_MAX)
-    return NULL;
-  if (q->file && (file_id = string_intern(q->file, &file)) == UINT32_MAX)
-    return NULL;
+  const intern_entry_t *e = NULL;
+  if (q->name) {
+    if ((name_id = intern_hashed(&g_strings, q->name, q->name_len, STRING_TAG, q->name_hash,
+                                 &e)) == UINT32_MAX)
+      return NULL;
+    name = e->data;
+  }
+  if (q->file) {
+    if ((file_id = intern_hashed(&g_strings, q->file, q->file_len, STRING_TAG, q->file_hash,
+                                 &e)) == UINT32_MAX)
+      return NULL;
+    file = e->data;
+  }
   arena_t *a = thread_arena();
   tracepoint_t *tp = a ? arena_alloc(a, sizeof *tp, 64) : shared_alloc(sizeof *tp, 64);
   if (!tp)

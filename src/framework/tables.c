@@ -29,9 +29,11 @@ void tables_fork_lock(void) {
   pthread_mutex_lock(&g_objects.lock);
   pthread_mutex_lock(&g_strings.lock);
   pthread_mutex_lock(&g_retired_lock);
+  reserve_fork_lock();
 }
 
-void tables_fork_unlock(void) {
+void tables_fork_unlock(bool child) {
+  reserve_fork_unlock(child);
   pthread_mutex_unlock(&g_retired_lock);
   pthread_mutex_unlock(&g_strings.lock);
   pthread_mutex_unlock(&g_objects.lock);
@@ -63,42 +65,53 @@ void *zeroed_block(size_t bytes) {
   return p;
 }
 
-#define ARENA_CHUNK (64 * 1024)
+#define ARENA_FIRST_CHUNK ((size_t)64 << 10)
+#define ARENA_CHUNK HUGE_PAGE
 
-/* Chunks double from 64 KiB up to 2 MiB (huge pages from there), so a
- * table that stays small costs little and a big one faults rarely. */
-void *arena_alloc(arena_t *a, size_t size, size_t align) {
+/* A thread's first chunk is 64 KiB; half way through it the reserve is
+ * asked for 2 MiB chunks (huge pages), which all later ones are: a thread
+ * that makes a few trace points costs little, and one that makes many
+ * neither faults nor clears pages itself while the reserve keeps up. */
+void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
-  if (!a->cur || p + size > (uintptr_t)a->end) {
-    size_t chunk = a->next_chunk ? a->next_chunk : ARENA_CHUNK;
-    if (size + align > chunk / 4) { /* oversized: keep the current chunk */
-      char *block = xcalloc(1, size + align);
-      if (!block)
-        return NULL;
-      retire(block);
-      return (void *)(((uintptr_t)block + align - 1) & ~(uintptr_t)(align - 1));
-    }
-    char *block = zeroed_block(chunk);
-    if (!block)
+  if (a->cur && p + size <= (uintptr_t)a->end) { /* passed the mark */
+    reserve_want(ARENA_CHUNK, 2);
+    a->limit = a->end;
+  } else {
+    size_t chunk = a->cur ? ARENA_CHUNK : ARENA_FIRST_CHUNK;
+    if (size + align > chunk / 4) /* oversized: keep the current chunk */
+      return shared_alloc(size, align);
+    char *block = chunk == ARENA_CHUNK ? reserve_take(chunk, 2) : NULL;
+    if (!block && !(block = zeroed_block(chunk)))
       return NULL;
     retire(block); /* arenas live for the process; keep them reachable */
     a->cur = block;
     a->end = block + chunk;
-    a->next_chunk = chunk < HUGE_PAGE ? chunk * 2 : chunk;
+    a->limit = chunk == ARENA_FIRST_CHUNK ? block + chunk / 2 : a->end;
     p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   }
   a->cur = (char *)(p + size);
   return (void *)p;
 }
 
-bool idvec_set(idvec_t *v, uint64_t id, void *p) {
+/* A big block from the reserve when one is ready. */
+static void *big_block(size_t bytes) {
+  void *p = bytes >= RESERVE_MIN ? reserve_take(bytes, 0) : NULL;
+  return p ? p : zeroed_block(bytes);
+}
+
+bool idvec_set_slow(idvec_t *v, uint64_t id, void *p) {
   uint64_t i = id + (1u << IDVEC_BASE_LOG);
   unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
   if (k >= IDVEC_SEGMENTS)
     return false;
+  uint64_t index = i - ((uint64_t)1 << (k + IDVEC_BASE_LOG));
+  size_t next_bytes = ((size_t)2 << (k + IDVEC_BASE_LOG)) * sizeof(void *);
+  if (index == (uint64_t)1 << (k + IDVEC_BASE_LOG - 1) && next_bytes >= RESERVE_MIN)
+    reserve_want(next_bytes, 1); /* half way: the next segment gets made ahead */
   _Atomic(void *) *seg = atomic_load_explicit(&v->seg[k], memory_order_acquire);
   if (!seg) {
-    _Atomic(void *) *fresh = zeroed_block(((size_t)1 << (k + IDVEC_BASE_LOG)) * sizeof *seg);
+    _Atomic(void *) *fresh = big_block(((size_t)1 << (k + IDVEC_BASE_LOG)) * sizeof *seg);
     if (!fresh)
       return false;
     if (atomic_compare_exchange_strong_explicit(&v->seg[k], &seg, fresh, memory_order_acq_rel,
@@ -109,7 +122,7 @@ bool idvec_set(idvec_t *v, uint64_t id, void *p) {
       free((void *)fresh); /* another thread's segment won; ours was never seen */
     }
   }
-  atomic_store_explicit(&seg[i - ((uint64_t)1 << (k + IDVEC_BASE_LOG))], p, memory_order_release);
+  atomic_store_explicit(&seg[index], p, memory_order_release);
   return true;
 }
 
@@ -163,8 +176,12 @@ uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
   return hash_mix(a ^ (b >> 7) ^ (b << 57));
 }
 
+static size_t hindex_bytes(uint64_t slots) {
+  return sizeof(hindex_t) + slots * (sizeof(uint64_t) + sizeof(uint64_t));
+}
+
 hindex_t *hindex_new(uint64_t slots) {
-  hindex_t *h = zeroed_block(sizeof *h + slots * (sizeof h->slot[0] + sizeof h->hash[0]));
+  hindex_t *h = big_block(hindex_bytes(slots));
   if (h) {
     h->mask = slots - 1;
     h->hash = (_Atomic uint64_t *)&h->slot[slots];
@@ -184,8 +201,10 @@ hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots, pthread_mut
   return h;
 }
 
-void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
-                           pthread_mutex_t *lock, hindex_hash_fn element_hash) {
+void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                      pthread_mutex_t *lock, hindex_hash_fn element_hash) {
+  if (UNLIKELY(count == (h->mask + 1) / 4 + 1) && hindex_bytes(2 * (h->mask + 1)) >= RESERVE_MIN)
+    reserve_want(hindex_bytes(2 * (h->mask + 1)), 1); /* half way to growing */
   if (LIKELY(count * 2 <= h->mask + 1))
     return;
   pthread_mutex_lock(lock);
@@ -200,10 +219,9 @@ void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t cou
   }
   for (uint64_t i = 0; i <= h->mask; i++) {
     /* Freeze the slot (an empty one too): no insert lands here any more. */
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&h->slot[i], &v, v | HINDEX_FROZEN,
-                                                  memory_order_acq_rel, memory_order_relaxed))
-      ;
+    atomic_fetch_or_explicit(&h->slot[i], HINDEX_FROZEN, memory_order_acq_rel);
+    /* fixed from now on: inserts only CAS an empty (0) slot */
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire) & ~HINDEX_FROZEN;
     if (!v)
       continue;
     uint64_t hash = atomic_load_explicit(&h->hash[i], memory_order_relaxed);
@@ -260,7 +278,12 @@ static uint64_t entry_hash(const void *element) { return ((const intern_entry_t 
  * race to an equal entry takes the winner's and unpublishes its own id. */
 uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                 const intern_entry_t **entry) {
-  intern_key_t key = {hash_bytes(data, len, tag), data, len, tag};
+  return intern_hashed(t, data, len, tag, intern_hash(data, len, tag), entry);
+}
+
+uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                       uint64_t hash, const intern_entry_t **entry) {
+  intern_key_t key = {hash, data, len, tag};
   const intern_entry_t *e = hindex_find(&t->slots, key.hash, entry_equals, &key);
   if (LIKELY(e != NULL))
     goto found;
