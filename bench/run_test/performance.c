@@ -203,7 +203,8 @@ static void perf_test1_worker(void *opaque, unsigned worker) {
   });
   PERF_PHASE(context, data, PERF_STRING_INSERT_2_LOOKUPS, 3ull * count, {
     for (unsigned i = 0; i < count; i++) {
-      uint32_t id = xptiRegisterString(data->strings_more[i], NULL);
+      char *copy;
+      uint32_t id = xptiRegisterString(data->strings_more[i], &copy);
       sum += (uintptr_t)xptiLookupString(id);
       sum += (uintptr_t)xptiLookupString(id);
     }

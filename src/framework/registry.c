@@ -15,16 +15,16 @@ uint32_t string_intern(const char *s, const char **copy) {
   return id;
 }
 
+/* Both arguments are required, as in Intel's framework. */
 XPTI_EXPORT_API uint32_t xptiRegisterString(const char *string, char **table_string) {
-  if (!string) {
-    if (table_string)
-      *table_string = NULL;
+  if (!table_string)
     return XPTI_INVALID_STRING_ID;
-  }
+  *table_string = NULL;
+  if (!string)
+    return XPTI_INVALID_STRING_ID;
   const char *copy;
   uint32_t id = string_intern(string, &copy);
-  if (table_string)
-    *table_string = (char *)copy;
+  *table_string = (char *)copy;
   return id == UINT32_MAX ? XPTI_INVALID_STRING_ID : id;
 }
 

@@ -9,8 +9,10 @@
  * makes a few hundred trace points never starts it.  When a block is not
  * ready the caller makes its own, as before; nothing ever waits for the
  * thread.  The thread blocks every signal (the program's handlers never
- * run on it) and holds no lock while it clears memory; a forked child
- * starts its own when it needs one. */
+ * run on it) and holds no lock while it clears memory.  A forked child
+ * keeps the blocks already made but starts no thread (a child of a
+ * threaded process should not, and sanitizers refuse it): it clears its
+ * own memory, as before. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ static struct {
   pthread_mutex_t lock;
   pthread_cond_t wake;
   bool started;
+  bool forked; /* in a child: no thread */
   reserve_entry_t entry[RESERVE_SIZES];
 } g_res = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
@@ -64,7 +67,7 @@ static void *reserve_main(void *arg) {
 
 /* Lock held. */
 static void reserve_start(void) {
-  if (g_res.started)
+  if (g_res.started || g_res.forked)
     return;
   sigset_t all, old;
   sigfillset(&all);
@@ -130,6 +133,7 @@ void reserve_fork_lock(void) { pthread_mutex_lock(&g_res.lock); }
 void reserve_fork_unlock(bool child) {
   if (child) { /* the thread did not come along; its block in hand is lost */
     g_res.started = false;
+    g_res.forked = true;
     pthread_cond_init(&g_res.wake, NULL);
   }
   pthread_mutex_unlock(&g_res.lock);

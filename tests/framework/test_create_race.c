@@ -77,7 +77,7 @@ static void *work(void *arg) {
         if (!w->own_event[k] || instance != 1)
           w->failures++;
         snprintf(name, sizeof name, "race.own.%d.%d", w->index, k);
-        w->own_string[k] = xptiRegisterString(name, NULL);
+        w->own_string[k] = xptiRegisterString(name, &copy);
       }
     }
   return NULL;
@@ -101,7 +101,9 @@ static void *forker(void *arg) {
             xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
         if (!e || instance != 1 || xptiFindEvent(e->unique_id) != e)
           bad++;
-        uint32_t id = xptiRegisterString(name, NULL);
+        char *copy = NULL;
+        uint32_t id = xptiRegisterString(name, &copy);
+        bad += copy == NULL;
         const char *back = xptiLookupString(id);
         if (!back || strcmp(back, name) != 0)
           bad++;
