@@ -52,10 +52,22 @@ static inline void arena_unalloc(arena_t *a, void *p, size_t size) {
     a->cur = p;
   }
 }
-/* The calling thread's arena (its records and strings: no lock), or NULL
- * before the constructor or without memory: then allocate with
- * shared_alloc, which keeps the block for the process. */
-XPTIFW_HIDDEN arena_t *thread_arena(void);
+/* What a thread creates with: its arena (its records and strings: no
+ * lock) and blocks of ids taken ID_BLOCK at a time from the shared
+ * counters, so that threads creating at once neither bounce one counter's
+ * cache line nor write neighbouring slots of the id vectors.  NULL before
+ * the constructor or without memory: then allocate with shared_alloc,
+ * which keeps the block for the process, and take ids one by one. */
+#define ID_BLOCK 8
+typedef struct id_block {
+  uint64_t next, end;
+} id_block_t;
+typedef struct thread_alloc {
+  arena_t arena;
+  id_block_t strings, objects, tracepoints;
+  uint64_t epoch; /* xptiReset: all of the above start again */
+} thread_alloc_t;
+XPTIFW_HIDDEN thread_alloc_t *thread_alloc(void);
 XPTIFW_HIDDEN void *shared_alloc(size_t size, size_t align);
 
 /* ---- ids -> pointers, growable without moving ------------------------ */

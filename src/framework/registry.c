@@ -118,8 +118,7 @@ typedef struct tp_cache_entry {
 
 typedef struct thread_state {
   tp_cache_entry_t cache[TP_CACHE_SIZE];
-  arena_t arena;
-  uint64_t arena_epoch;
+  thread_alloc_t alloc;
 } thread_state_t;
 
 static __thread thread_state_t *tls_state __attribute__((tls_model("initial-exec")));
@@ -137,16 +136,14 @@ static thread_state_t *thread_state(void) {
   return tls_state;
 }
 
-arena_t *thread_arena(void) {
+thread_alloc_t *thread_alloc(void) {
   thread_state_t *ts = thread_state();
   if (UNLIKELY(!ts))
     return NULL;
   uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_relaxed);
-  if (UNLIKELY(ts->arena_epoch != epoch)) {
-    ts->arena = (arena_t){0};
-    ts->arena_epoch = epoch;
-  }
-  return &ts->arena;
+  if (UNLIKELY(ts->alloc.epoch != epoch))
+    ts->alloc = (thread_alloc_t){.epoch = epoch};
+  return &ts->alloc;
 }
 
 /* A trace point is its (source file, function, line, column) by content,
@@ -224,11 +221,22 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
       return NULL;
     file = e->data;
   }
-  arena_t *a = thread_arena();
+  thread_alloc_t *ta = thread_alloc();
+  arena_t *a = ta ? &ta->arena : NULL;
   tracepoint_t *tp = a ? arena_alloc(a, sizeof *tp, 64) : shared_alloc(sizeof *tp, 64);
   if (!tp)
     return NULL;
-  uint64_t uid = atomic_fetch_add_explicit(&g_reg.count, 1, memory_order_relaxed) + 1;
+  uint64_t uid;
+  if (LIKELY(ta != NULL)) {
+    if (UNLIKELY(ta->tracepoints.next == ta->tracepoints.end)) {
+      ta->tracepoints.next =
+          atomic_fetch_add_explicit(&g_reg.count, ID_BLOCK, memory_order_relaxed) + 1;
+      ta->tracepoints.end = ta->tracepoints.next + ID_BLOCK;
+    }
+    uid = ta->tracepoints.next++;
+  } else {
+    uid = atomic_fetch_add_explicit(&g_reg.count, 1, memory_order_relaxed) + 1;
+  }
   tp->hash = q->hash;
   tp->name_len = q->name_len;
   tp->file_len = q->file_len;

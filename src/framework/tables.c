@@ -55,8 +55,12 @@ void *xcalloc(size_t n, size_t size) {
  * Heap memory, so leak checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
 void *zeroed_block(size_t bytes) {
-  if (bytes < HUGE_PAGE)
-    return xcalloc(1, bytes);
+  if (bytes < HUGE_PAGE) { /* on cache lines: id blocks own whole lines */
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0)
+      return xcalloc(1, bytes);
+    return memset(p, 0, bytes);
+  }
   void *p = NULL;
   if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
     return xcalloc(1, bytes);
@@ -290,20 +294,33 @@ uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t 
   if (len >= UINT32_MAX)
     return UINT32_MAX;
   size_t size = (sizeof(intern_entry_t) + len + 1 + 7) & ~(size_t)7;
-  arena_t *a = thread_arena();
+  thread_alloc_t *ta = thread_alloc();
+  arena_t *a = ta ? &ta->arena : NULL;
   intern_entry_t *fresh = a ? arena_alloc(a, size, 8) : shared_alloc(size, 8);
   if (!fresh)
     return UINT32_MAX;
-  uint32_t id = atomic_fetch_add_explicit(&t->count, 1, memory_order_relaxed);
-  if (id >= UINT32_MAX - 1) {
-    atomic_store_explicit(&t->count, UINT32_MAX - 1, memory_order_relaxed);
+  uint64_t id;
+  id_block_t *b = ta ? (t == &g_strings ? &ta->strings : &ta->objects) : NULL;
+  if (LIKELY(b != NULL)) {
+    if (UNLIKELY(b->next == b->end)) {
+      b->next = atomic_fetch_add_explicit(&t->count, ID_BLOCK, memory_order_relaxed);
+      b->end = b->next + ID_BLOCK;
+    }
+    id = b->next++;
+  } else {
+    id = atomic_fetch_add_explicit(&t->count, 1, memory_order_relaxed);
+  }
+  if (id >= UINT32_MAX - 2 * ID_BLOCK) { /* the table is full */
+    atomic_store_explicit(&t->count, UINT32_MAX - 2 * ID_BLOCK, memory_order_relaxed);
+    if (b)
+      b->next = b->end;
     arena_unalloc(a, fresh, size);
     return UINT32_MAX;
   }
   fresh->hash = key.hash;
   fresh->len = (uint32_t)len;
   fresh->tag = tag;
-  fresh->id = id;
+  fresh->id = (uint32_t)id;
   memcpy(fresh->data, data, len);
   fresh->data[len] = '\0';
   /* findable by id before anyone can learn the id from the index */
@@ -325,7 +342,7 @@ uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t 
     hindex_grow_if_needed(&t->slots, h, (uint64_t)id + 1, &t->lock, entry_hash);
   if (entry)
     *entry = fresh;
-  return id;
+  return (uint32_t)id;
 
 found:
   if (entry)
