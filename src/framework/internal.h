@@ -36,6 +36,7 @@ XPTIFW_HIDDEN void reserve_fork_unlock(bool child);
 /* Bump allocator for immutable copies (strings, objects, payloads). */
 typedef struct arena {
   char *cur, *limit, *end; /* limit: end, or a mark that asks for more ahead */
+  size_t next_chunk;
 } arena_t;
 XPTIFW_HIDDEN void *arena_alloc_slow(arena_t *a, size_t size, size_t align);
 static inline void *arena_alloc(arena_t *a, size_t size, size_t align) {

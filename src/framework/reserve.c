@@ -100,8 +100,11 @@ static reserve_entry_t *reserve_entry(size_t size) {
   return free_entry;
 }
 
+/* Callers never wait: when the thread holds the lock (it may have been
+ * preempted there), a want is dropped and a take finds nothing. */
 void reserve_want(size_t size, unsigned count) {
-  pthread_mutex_lock(&g_res.lock);
+  if (pthread_mutex_trylock(&g_res.lock) != 0)
+    return;
   reserve_entry_t *e = reserve_entry(size);
   if (e && e->want < count) {
     e->want = count > 2 ? 2 : count;
@@ -113,7 +116,8 @@ void reserve_want(size_t size, unsigned count) {
 
 void *reserve_take(size_t size, unsigned keep) {
   void *block = NULL;
-  pthread_mutex_lock(&g_res.lock);
+  if (pthread_mutex_trylock(&g_res.lock) != 0)
+    return NULL;
   reserve_entry_t *e = reserve_entry(size);
   if (e) {
     if (e->ready)

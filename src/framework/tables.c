@@ -72,26 +72,31 @@ void *zeroed_block(size_t bytes) {
 #define ARENA_FIRST_CHUNK ((size_t)64 << 10)
 #define ARENA_CHUNK HUGE_PAGE
 
-/* A thread's first chunk is 64 KiB; half way through it the reserve is
- * asked for 2 MiB chunks (huge pages), which all later ones are: a thread
- * that makes a few trace points costs little, and one that makes many
- * neither faults nor clears pages itself while the reserve keeps up. */
+/* A thread's chunks double from 64 KiB to 2 MiB (huge pages from there),
+ * so a thread that makes a few trace points costs little.  Half way
+ * through its first chunk the reserve is asked for a 2 MiB chunk, and any
+ * chunk from the second on is a 2 MiB one from the reserve when one is
+ * ready: a thread that makes many neither faults nor clears pages itself
+ * while the reserve keeps up, and never waits for it. */
 void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   if (a->cur && p + size <= (uintptr_t)a->end) { /* passed the mark */
-    reserve_want(ARENA_CHUNK, 2);
+    reserve_want(ARENA_CHUNK, 1);
     a->limit = a->end;
   } else {
-    size_t chunk = a->cur ? ARENA_CHUNK : ARENA_FIRST_CHUNK;
+    size_t chunk = a->next_chunk ? a->next_chunk : ARENA_FIRST_CHUNK;
     if (size + align > chunk / 4) /* oversized: keep the current chunk */
       return shared_alloc(size, align);
-    char *block = chunk == ARENA_CHUNK ? reserve_take(chunk, 2) : NULL;
-    if (!block && !(block = zeroed_block(chunk)))
+    char *block = a->cur ? reserve_take(ARENA_CHUNK, 2) : NULL;
+    if (block)
+      chunk = ARENA_CHUNK;
+    else if (!(block = zeroed_block(chunk)))
       return NULL;
     retire(block); /* arenas live for the process; keep them reachable */
     a->cur = block;
     a->end = block + chunk;
     a->limit = chunk == ARENA_FIRST_CHUNK ? block + chunk / 2 : a->end;
+    a->next_chunk = chunk < ARENA_CHUNK ? chunk * 2 : ARENA_CHUNK;
     p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   }
   a->cur = (char *)(p + size);
