@@ -26,7 +26,7 @@ XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 /* Zeroed blocks made ahead by a background thread (reserve.c).  Sizes from
  * RESERVE_MIN up; want: keep count (at most 2) blocks of size ready; take:
  * a ready block of size or NULL, then keep keep ready from now on. */
-#define RESERVE_MIN ((size_t)256 << 10)
+#define RESERVE_MIN ((size_t)1 << 20)
 XPTIFW_HIDDEN void reserve_want(size_t size, unsigned count);
 XPTIFW_HIDDEN void *reserve_take(size_t size, unsigned keep);
 /* fork: the lock, innermost; the child starts a new thread when needed. */

@@ -55,12 +55,8 @@ void *xcalloc(size_t n, size_t size) {
  * Heap memory, so leak checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
 void *zeroed_block(size_t bytes) {
-  if (bytes < HUGE_PAGE) { /* on cache lines: id blocks own whole lines */
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes) != 0)
-      return xcalloc(1, bytes);
-    return memset(p, 0, bytes);
-  }
+  if (bytes < HUGE_PAGE) /* pages touched as used, as calloc leaves them */
+    return xcalloc(1, bytes);
   void *p = NULL;
   if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
     return xcalloc(1, bytes);
@@ -74,20 +70,22 @@ void *zeroed_block(size_t bytes) {
 
 /* A thread's chunks double from 64 KiB to 2 MiB (huge pages from there),
  * so a thread that makes a few trace points costs little.  Half way
- * through its first chunk the reserve is asked for a 2 MiB chunk, and any
- * chunk from the second on is a 2 MiB one from the reserve when one is
- * ready: a thread that makes many neither faults nor clears pages itself
- * while the reserve keeps up, and never waits for it. */
+ * through its 1 MiB chunk (some 2000 trace points) the reserve is asked
+ * for 2 MiB chunks, and later chunks come from it when one is ready: a
+ * thread that makes many neither faults nor clears pages itself while the
+ * reserve keeps up, and never waits for it.  (Starting the reserve's
+ * thread earlier costs small programs more than it saves: its huge page
+ * faults, compaction included, stall the creating thread's own.) */
 void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   if (a->cur && p + size <= (uintptr_t)a->end) { /* passed the mark */
-    reserve_want(ARENA_CHUNK, 1);
+    reserve_want(ARENA_CHUNK, 2);
     a->limit = a->end;
   } else {
     size_t chunk = a->next_chunk ? a->next_chunk : ARENA_FIRST_CHUNK;
     if (size + align > chunk / 4) /* oversized: keep the current chunk */
       return shared_alloc(size, align);
-    char *block = a->cur ? reserve_take(ARENA_CHUNK, 2) : NULL;
+    char *block = chunk == ARENA_CHUNK ? reserve_take(ARENA_CHUNK, 2) : NULL;
     if (block)
       chunk = ARENA_CHUNK;
     else if (!(block = zeroed_block(chunk)))
@@ -95,7 +93,7 @@ void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
     retire(block); /* arenas live for the process; keep them reachable */
     a->cur = block;
     a->end = block + chunk;
-    a->limit = chunk == ARENA_FIRST_CHUNK ? block + chunk / 2 : a->end;
+    a->limit = chunk == ARENA_CHUNK / 2 ? block + chunk / 2 : a->end;
     a->next_chunk = chunk < ARENA_CHUNK ? chunk * 2 : ARENA_CHUNK;
     p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   }
