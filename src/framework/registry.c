@@ -123,7 +123,11 @@ typedef struct thread_state {
 
 static __thread thread_state_t *tls_state __attribute__((tls_model("initial-exec")));
 
-static void thread_state_free(void *state) { free(state); }
+/* At thread exit; a later destructor's call in this thread starts afresh. */
+static void thread_state_free(void *state) {
+  tls_state = NULL;
+  free(state);
+}
 
 static thread_state_t *thread_state(void) {
   if (LIKELY(tls_state != NULL))
