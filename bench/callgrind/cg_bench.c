@@ -129,7 +129,8 @@ int main(int argc, char **argv) {
   cg_event = xptiMakeEvent(first.name, &first, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
   xptiMakeEvent(cg_payload_same.name, &cg_payload_same, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE,
                 NULL);
-  cg_string_id = xptiRegisterString("cg_bench string", NULL);
+  char *cg_copy;
+  cg_string_id = xptiRegisterString("cg_bench string", &cg_copy);
   if (!cg_event || !xptiCheckTraceEnabled(cg_stream, XPTI_TRACE_TASK_BEGIN)) {
     fprintf(stderr, "xptrace: cg_bench: the dispatcher did not set up the event/callback\n");
     return 1;

@@ -203,7 +203,8 @@ static void perf_test1_worker(void *opaque, unsigned worker) {
   });
   PERF_PHASE(context, data, PERF_STRING_INSERT_2_LOOKUPS, 3ull * count, {
     for (unsigned i = 0; i < count; i++) {
-      uint32_t id = xptiRegisterString(data->strings_more[i], NULL);
+      char *copy;
+      uint32_t id = xptiRegisterString(data->strings_more[i], &copy);
       sum += (uintptr_t)xptiLookupString(id);
       sum += (uintptr_t)xptiLookupString(id);
     }
@@ -389,7 +390,7 @@ static bool perf_test1(const run_test_options_t *options) {
                                        PERF_TP_CREATE_EXISTING, PERF_TP_FIND_BY_UID,
                                        PERF_TP_LOCAL_CACHE,     PERF_NOTIFY,
                                        PERF_NOTIFY_PAIR};
-  enum { ROWS = sizeof rows / sizeof rows[0] };
+  enum { ROWS = sizeof rows / sizeof rows[0], CREATE_ROW = 3 /* PERF_TP_CREATE_NEW */ };
   double results[RUN_TEST_MAX_LIST][ROWS];
   bench_floors_t floors;
   bool ok = true;
@@ -419,6 +420,11 @@ static bool perf_test1(const run_test_options_t *options) {
     printf("\n");
   }
   printf("(notify begin+end pair: ns per pair; TP local cache: the event kept at the call site)\n");
+  /* creation with N threads at once against creation alone, same run */
+  printf("%-30s %-8s", "TP create new, x 1st column", "");
+  for (unsigned n = 0; n < options->thread_count; n++)
+    printf(" %9s %7.2fx", "", results[n][CREATE_ROW] / results[0][CREATE_ROW]);
+  printf("\n");
   if (options->report) {
     for (int f = 0; f < BENCH_FLOOR_COUNT; f++)
       perf_report("performance-1", 0, bench_floor_tag((bench_floor_id_t)f), floors.ns[f], "", 1.0);
@@ -428,6 +434,10 @@ static bool perf_test1(const run_test_options_t *options) {
         perf_report("performance-1", options->threads[n], perf_metrics[rows[r]].key,
                     results[n][r], bench_floor_tag(floor), results[n][r] / floors.ns[floor]);
       }
+    for (unsigned n = 0; n < options->thread_count; n++)
+      perf_report("performance-1", options->threads[n], "tp-create-new-vs-first",
+                  results[n][CREATE_ROW], "tp-create-new-first",
+                  results[n][CREATE_ROW] / results[0][CREATE_ROW]);
   }
   return ok;
 }
@@ -473,7 +483,12 @@ static bool perf_test2(const run_test_options_t *options) {
   printf("\n%-30s %-8s", "FW cost per visit", "dso-call");
   for (unsigned n = 0; n < options->thread_count; n++)
     perf_print_cell(framework[n], dso);
-  printf("\n(FW = TP create x %g / 100 + TP lookup + notify)\n", options->tp_frequency);
+  printf("\n%-30s %-8s", "FW cost per visit, 2 visits", "dso-call");
+  for (unsigned n = 0; n < options->thread_count; n++)
+    perf_print_cell(create[n] / 2 + lookup_notify[n], dso);
+  printf("\n(FW = TP create x %g / 100 + TP lookup + notify; at 2 visits per trace point "
+         "TP create / 2 + TP lookup + notify)\n",
+         options->tp_frequency);
   printf("%-30s %-8s", "events/s at callback cost", "");
   for (unsigned n = 0; n < options->thread_count; n++)
     printf(" %18s", run_test_threads_label(options->threads[n]));
@@ -497,6 +512,8 @@ static bool perf_test2(const run_test_options_t *options) {
       perf_report("performance-2", threads, "tp-create", create[n], "dso-call", create[n] / dso);
       perf_report("performance-2", threads, "fw-cost", framework[n], "dso-call",
                   framework[n] / dso);
+      perf_report("performance-2", threads, "fw-cost-2-visits", create[n] / 2 + lookup_notify[n],
+                  "dso-call", (create[n] / 2 + lookup_notify[n]) / dso);
       for (size_t c = 0; c < PERF_CALLBACK_COSTS; c++) {
         char key[48];
         snprintf(key, sizeof key, "events-per-second-ct%g", perf_callback_costs_ns[c]);

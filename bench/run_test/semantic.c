@@ -152,8 +152,11 @@ static bool semantic_strings(const run_test_options_t *options, unsigned threads
   for (unsigned i = 0; i < SEMANTIC_STRINGS; i++)
     ids[i] = test.ids[0][i];
   semantic_check(score, all_distinct(ids, SEMANTIC_STRINGS), "distinct strings share an id");
-  semantic_check(score, xptiRegisterString(NULL, NULL) == XPTI_INVALID_STRING_ID,
+  char *copy = NULL;
+  semantic_check(score, xptiRegisterString(NULL, &copy) == XPTI_INVALID_STRING_ID,
                  "NULL string got an id");
+  semantic_check(score, xptiRegisterString("semantic.no.copy", NULL) == XPTI_INVALID_STRING_ID,
+                 "a string registered without a place for its copy got an id");
   semantic_check(score, xptiLookupString(XPTI_INVALID_STRING_ID) == NULL,
                  "invalid id has a string");
   free(ids);

@@ -154,10 +154,9 @@ static void init_stream(uint32_t major, uint32_t minor, const char *version, con
     g.sub[i].init(major, minor, version, stream);
 }
 
-/* Intel initialises "xpti.framework" (1.0.0) once, before the first
- * stream.  Off until the text collector's tests expect the extra
- * init/finish lines (issue 12); xptiFinalize finishes it when announced. */
-#define ANNOUNCE_DEFAULT_STREAM 0
+/* Intel initialises its default stream "xpti.framework" (1.0.0) once,
+ * just before the first other stream; xptiFinalize finishes it after the
+ * first other stream it finishes (and at exit if never). */
 static void announce_default_stream(uint8_t id) {
   uint8_t def = atomic_load(&g.default_stream);
   if (id != def && def != XPTI_INVALID_STREAM_ID && !atomic_exchange(&g.default_announced, true)) {
@@ -223,14 +222,16 @@ static void fork_prepare(void) {
   tables_fork_lock();
 }
 
-static void fork_parent(void) {
-  tables_fork_unlock();
+static void fork_unlock(bool child) {
+  tables_fork_unlock(child);
   registry_fork_unlock();
   pthread_mutex_unlock(&g.lock);
 }
 
+static void fork_parent(void) { fork_unlock(false); }
+
 static void fork_child(void) {
-  fork_parent();
+  fork_unlock(true);
   if (tls_loading)
     return; /* forked from a constructor: this thread finishes the load */
   int state = atomic_load(&g_init_state);
@@ -590,8 +591,7 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
   if (!framework_ensure_init() || !xptiTraceEnabled())
     return XPTI_RESULT_FALSE;
   uint8_t id = xptiRegisterStream(stream);
-  if (ANNOUNCE_DEFAULT_STREAM)
-    announce_default_stream(id);
+  announce_default_stream(id);
   if (id != XPTI_INVALID_STREAM_ID)
     atomic_fetch_add(&g.stream[id].initialized, 1);
   init_stream(major, minor, version, stream);

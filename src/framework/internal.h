@@ -23,12 +23,53 @@ XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
 /* calloc, on huge pages when big. */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 
+/* Zeroed blocks made ahead by a background thread (reserve.c).  Sizes from
+ * RESERVE_MIN up; want: keep count (at most 2) blocks of size ready; take:
+ * a ready block of size or NULL, then keep keep ready from now on. */
+#define RESERVE_MIN ((size_t)1 << 20)
+XPTIFW_HIDDEN void reserve_want(size_t size, unsigned count);
+XPTIFW_HIDDEN void *reserve_take(size_t size, unsigned keep);
+/* fork: the lock, innermost; the child starts a new thread when needed. */
+XPTIFW_HIDDEN void reserve_fork_lock(void);
+XPTIFW_HIDDEN void reserve_fork_unlock(bool child);
+
 /* Bump allocator for immutable copies (strings, objects, payloads). */
 typedef struct arena {
-  char *cur, *end;
+  char *cur, *limit, *end; /* limit: end, or a mark that asks for more ahead */
   size_t next_chunk;
 } arena_t;
-XPTIFW_HIDDEN void *arena_alloc(arena_t *a, size_t size, size_t align);
+XPTIFW_HIDDEN void *arena_alloc_slow(arena_t *a, size_t size, size_t align);
+static inline void *arena_alloc(arena_t *a, size_t size, size_t align) {
+  uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
+  if (UNLIKELY(p + size > (uintptr_t)a->limit)) /* also when a->cur is NULL */
+    return arena_alloc_slow(a, size, align);
+  a->cur = (char *)(p + size);
+  return (void *)p;
+}
+/* Give back the latest allocation (a lost insert race), when it still is. */
+static inline void arena_unalloc(arena_t *a, void *p, size_t size) {
+  if (a && a->cur == (char *)p + size) {
+    __builtin_memset(p, 0, size); /* arenas hand out zeroed memory */
+    a->cur = p;
+  }
+}
+/* What a thread creates with: its arena (its records and strings: no
+ * lock) and blocks of ids taken ID_BLOCK at a time from the shared
+ * counters, so that threads creating at once neither bounce one counter's
+ * cache line nor write neighbouring slots of the id vectors.  NULL before
+ * the constructor or without memory: then allocate with shared_alloc,
+ * which keeps the block for the process, and take ids one by one. */
+#define ID_BLOCK 8
+typedef struct id_block {
+  uint64_t next, end;
+} id_block_t;
+typedef struct thread_alloc {
+  arena_t arena;
+  id_block_t strings, objects, tracepoints;
+  uint64_t epoch; /* xptiReset: all of the above start again */
+} thread_alloc_t;
+XPTIFW_HIDDEN thread_alloc_t *thread_alloc(void);
+XPTIFW_HIDDEN void *shared_alloc(size_t size, size_t align);
 
 /* ---- ids -> pointers, growable without moving ------------------------ */
 /* Segment k holds IDVEC_BASE << k slots, so 32 segments cover 2^42 ids. */
@@ -55,8 +96,22 @@ static inline void *idvec_get(const idvec_t *v, uint64_t id) {
   _Atomic(void *) *slot = idvec_slot(v, id, &present);
   return present ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 }
-/* Writers hold the owner's lock. */
-XPTIFW_HIDDEN bool idvec_set(idvec_t *v, uint64_t id, void *p);
+/* Lock-free: a missing segment is made and published with a CAS. */
+XPTIFW_HIDDEN bool idvec_set_slow(idvec_t *v, uint64_t id, void *p);
+static inline bool idvec_set(idvec_t *v, uint64_t id, void *p) {
+  uint64_t i = id + (1u << IDVEC_BASE_LOG);
+  unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
+  uint64_t index = i - ((uint64_t)1 << (k + IDVEC_BASE_LOG));
+  _Atomic(void *) *seg = k < IDVEC_SEGMENTS ? atomic_load_explicit(
+                                                  (_Atomic(_Atomic(void *) *) *)&v->seg[k],
+                                                  memory_order_acquire)
+                                            : NULL;
+  /* the slow path also asks, half way through a segment, for the next */
+  if (UNLIKELY(!seg || index == (uint64_t)1 << (k + IDVEC_BASE_LOG - 1)))
+    return idvec_set_slow(v, id, p);
+  atomic_store_explicit(&seg[index], p, memory_order_release);
+  return true;
+}
 
 /* ---- hashing --------------------------------------------------------- */
 XPTIFW_HIDDEN uint64_t hash_bytes(const void *data, size_t len, uint64_t seed);
@@ -75,26 +130,101 @@ static inline uint64_t hash_mix(uint64_t h) {
  * touching the element: one cache miss for the slot, one for the match.
  * The full hashes sit in a second array that only growth reads, so
  * rehashing streams through two arrays instead of visiting every element.
- * Writers hold the owner's lock; readers are lock-free. */
+ *
+ * Lock-free on both sides: an insert claims an empty slot with a CAS; no
+ * slot is ever emptied.  Growth (one thread at a time, under the owner's
+ * grow lock) freezes every slot of the old index (bit 0: elements are
+ * 8-aligned) before copying it, so a late insert cannot land in a copied
+ * table: an inserter that meets a frozen slot waits for the grow lock and
+ * retries in the new index; a reader that meets a frozen empty slot looks
+ * again in the newest index. */
 #define HINDEX_TAG_BITS 0xffff000000000000ull
+#define HINDEX_FROZEN 1ull
 typedef struct hindex {
   uint64_t mask;
-  uint64_t *hash; /* [mask + 1], written and read under the owner's lock */
+  _Atomic uint64_t *hash; /* [mask + 1]: 0 until the inserter wrote it */
   _Atomic uint64_t slot[];
 } hindex_t;
-static inline void *hindex_ptr(uint64_t v) { return (void *)(uintptr_t)(v & ~HINDEX_TAG_BITS); }
+static inline void *hindex_ptr(uint64_t v) {
+  return (void *)(uintptr_t)(v & ~(HINDEX_TAG_BITS | HINDEX_FROZEN));
+}
 static inline bool hindex_tag_matches(uint64_t v, uint64_t hash) {
   return ((v ^ hash) & HINDEX_TAG_BITS) == 0;
 }
 XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
-/* Store p (whose hash is hash) in the free slot a probe ended on. */
-static inline void hindex_store(hindex_t *h, uint64_t free_slot, const void *p, uint64_t hash) {
-  h->hash[free_slot] = hash;
-  atomic_store_explicit(&h->slot[free_slot], (uint64_t)(uintptr_t)p | (hash & HINDEX_TAG_BITS),
-                        memory_order_release);
+/* Growth reads an element's hash when the inserter had not yet written it. */
+typedef uint64_t (*hindex_hash_fn)(const void *element);
+/* Under *lock: publish a twice-as-large copy in *where when h (still the
+ * current index) holds more than count * 2 slots' worth. */
+XPTIFW_HIDDEN void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                                    pthread_mutex_t *lock, hindex_hash_fn element_hash);
+static inline void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                                         pthread_mutex_t *lock, hindex_hash_fn element_hash) {
+  /* a quarter full: the next size gets made ahead; half full: grow */
+  if (UNLIKELY(count * 4 > h->mask + 1) &&
+      (count == (h->mask + 1) / 4 + 1 || count * 2 > h->mask + 1))
+    hindex_grow_slow(where, h, count, lock, element_hash);
 }
-/* Publish a twice-as-large copy in *where when more than half full. */
-XPTIFW_HIDDEN void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count);
+/* The current index, made (slots large) when there is none yet. */
+XPTIFW_HIDDEN hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots,
+                                       pthread_mutex_t *lock);
+
+/* Insert element (hash) unless an equal one is there (eq(found, key));
+ * returns the element now in the index: element or the equal one found. */
+static inline void *hindex_insert(_Atomic(hindex_t *) *where, pthread_mutex_t *lock,
+                                  void *element, uint64_t hash,
+                                  bool (*eq)(const void *found, const void *key),
+                                  const void *key, uint64_t initial_slots) {
+  uint64_t packed = (uint64_t)(uintptr_t)element | (hash & HINDEX_TAG_BITS);
+  for (;;) {
+    hindex_t *h = hindex_current(where, initial_slots, lock);
+    if (UNLIKELY(!h))
+      return NULL;
+    for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+      uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+      if (v == 0) {
+        if (atomic_compare_exchange_strong_explicit(&h->slot[i], &v, packed,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+          atomic_store_explicit(&h->hash[i], hash, memory_order_relaxed);
+          return element;
+        }
+        /* v is now what another thread stored there: look at it */
+      }
+      if (UNLIKELY(v & HINDEX_FROZEN))
+        break;
+      if (hindex_tag_matches(v, hash) && eq(hindex_ptr(v), key))
+        return hindex_ptr(v);
+    }
+    /* growth under way: wait for it, then retry in the new index */
+    pthread_mutex_lock(lock);
+    pthread_mutex_unlock(lock);
+  }
+}
+
+/* Lock-free lookup: the equal element or NULL. */
+static inline void *hindex_find(_Atomic(hindex_t *) *where, uint64_t hash,
+                                bool (*eq)(const void *found, const void *key),
+                                const void *key) {
+  hindex_t *h = atomic_load_explicit(where, memory_order_acquire);
+  while (h) {
+    for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+      uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+      if (v == 0)
+        return NULL;
+      if (v == HINDEX_FROZEN) { /* copied: anything newer is in the new index */
+        hindex_t *newer = atomic_load_explicit(where, memory_order_acquire);
+        if (newer == h)
+          return NULL; /* still copying: inserts wait for it */
+        h = newer;
+        break;
+      }
+      if (hindex_tag_matches(v, hash) && eq(hindex_ptr(v), key))
+        return hindex_ptr(v);
+    }
+  }
+  return NULL;
+}
 
 /* ---- interning tables: strings and objects --------------------------- */
 typedef struct intern_entry {
@@ -107,16 +237,21 @@ typedef struct intern_entry {
 
 typedef struct intern_table {
   _Atomic(hindex_t *) slots;
-  _Atomic uint32_t count;
+  _Atomic uint32_t count; /* ids handed out: 0..count-1 (a lost race leaves a gap) */
   idvec_t by_id;
-  arena_t arena;
-  pthread_mutex_t lock;
+  pthread_mutex_t lock; /* growth of slots */
 } intern_table_t;
 
 /* Returns the id of (data,len,tag), inserting a copy when new;
  * UINT32_MAX when the table is full or memory runs out. */
 XPTIFW_HIDDEN uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                               const intern_entry_t **entry);
+/* The same, with hash = intern_hash(data, len, tag) already computed. */
+XPTIFW_HIDDEN uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                                     uint64_t hash, const intern_entry_t **entry);
+static inline uint64_t intern_hash(const void *data, size_t len, uint8_t tag) {
+  return hash_bytes(data, len, tag);
+}
 static inline const intern_entry_t *intern_lookup(const intern_table_t *t, uint32_t id) {
   if (id >= atomic_load_explicit(&t->count, memory_order_acquire))
     return NULL;
@@ -173,12 +308,12 @@ XPTIFW_HIDDEN void *tracepoint_cxx_map(const xpti_trace_event_data_t *event);
 XPTIFW_HIDDEN void interop_reset(void);
 
 /* ---- fork: every lock taken in one fixed order, outermost first ------ */
-/* dispatch g.lock -> registry (creation, metadata) -> objects -> strings
- * -> retired list: the order in which the code nests them. */
+/* dispatch g.lock -> registry (growth, metadata) -> objects -> strings
+ * -> retired list -> reserve: the order in which the code nests them. */
 XPTIFW_HIDDEN void registry_fork_lock(void);
 XPTIFW_HIDDEN void registry_fork_unlock(void);
 XPTIFW_HIDDEN void tables_fork_lock(void);
-XPTIFW_HIDDEN void tables_fork_unlock(void);
+XPTIFW_HIDDEN void tables_fork_unlock(bool child);
 
 /* ---- configuration (config.c) ---------------------------------------- */
 /* XPTI_TRACE_ENABLE: 1 on (unset, "1", "true"), 0 off ("0", "false"),

@@ -15,16 +15,16 @@ uint32_t string_intern(const char *s, const char **copy) {
   return id;
 }
 
+/* Both arguments are required, as in Intel's framework. */
 XPTI_EXPORT_API uint32_t xptiRegisterString(const char *string, char **table_string) {
-  if (!string) {
-    if (table_string)
-      *table_string = NULL;
+  if (!table_string)
     return XPTI_INVALID_STRING_ID;
-  }
+  *table_string = NULL;
+  if (!string)
+    return XPTI_INVALID_STRING_ID;
   const char *copy;
   uint32_t id = string_intern(string, &copy);
-  if (table_string)
-    *table_string = (char *)copy;
+  *table_string = (char *)copy;
   return id == UINT32_MAX ? XPTI_INVALID_STRING_ID : id;
 }
 
@@ -55,10 +55,9 @@ XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(int32_t id) {
 
 static struct {
   _Atomic(hindex_t *) slots;
-  _Atomic uint64_t count; /* universal IDs are 1..count */
+  _Atomic uint64_t count; /* universal IDs handed out: 1..count */
   idvec_t by_uid;
-  arena_t arena;
-  pthread_mutex_t lock;     /* creation */
+  pthread_mutex_t lock;     /* growth of slots */
   pthread_mutex_t md_lock;  /* metadata writers */
 } g_reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .md_lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -69,12 +68,12 @@ static _Atomic uint64_t g_epoch = 1; /* bumped by xptiReset */
 static pthread_key_t g_cache_key;
 static _Atomic bool g_cache_key_ready;
 
-static void cache_free(void *cache);
+static void thread_state_free(void *state);
 
 /* Called by the constructor: no pthread_once left that fork could catch
  * half-done in another thread. */
 void registry_init(void) {
-  if (!atomic_load(&g_cache_key_ready) && pthread_key_create(&g_cache_key, cache_free) == 0)
+  if (!atomic_load(&g_cache_key_ready) && pthread_key_create(&g_cache_key, thread_state_free) == 0)
     atomic_store(&g_cache_key_ready, true);
 }
 
@@ -90,15 +89,65 @@ void registry_fork_unlock(void) {
 
 void registry_reset(void) {
   pthread_mutex_lock(&g_reg.lock);
-  atomic_fetch_add(&g_epoch, 1); /* every thread's cached trace points are stale */
+  atomic_fetch_add(&g_epoch, 1); /* every thread's cache and arena are stale */
   hindex_t *old = atomic_exchange(&g_reg.slots, NULL);
   if (old)
     retire(old);
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
     atomic_store(&g_reg.by_uid.seg[k], NULL);
-  g_reg.arena = (arena_t){0};
   atomic_store(&g_reg.count, 0);
   pthread_mutex_unlock(&g_reg.lock);
+}
+
+/* ---- per-thread state: a cache of recent trace points and an arena ---- */
+/* The cache is keyed by the caller's string pointers and numbers and
+ * validated by content (strcmp), so a revisit skips hashing and the shared
+ * index while a reused buffer with new text still finds its own trace
+ * point.  The arena holds the thread's new trace points and strings, so
+ * creation takes no lock; its chunks stay for the process (retired), as
+ * the records in them do, when the thread ends.  xptiReset bumps the
+ * epoch: both start again. */
+#define TP_CACHE_SIZE 64
+typedef struct tp_cache_entry {
+  const char *name, *file;
+  const void *code;
+  uint64_t line_column;
+  uint64_t epoch;
+  tracepoint_t *tp;
+} tp_cache_entry_t;
+
+typedef struct thread_state {
+  tp_cache_entry_t cache[TP_CACHE_SIZE];
+  thread_alloc_t alloc;
+} thread_state_t;
+
+static __thread thread_state_t *tls_state __attribute__((tls_model("initial-exec")));
+
+/* At thread exit; a later destructor's call in this thread starts afresh. */
+static void thread_state_free(void *state) {
+  tls_state = NULL;
+  free(state);
+}
+
+static thread_state_t *thread_state(void) {
+  if (LIKELY(tls_state != NULL))
+    return tls_state;
+  if (!atomic_load_explicit(&g_cache_key_ready, memory_order_acquire))
+    return NULL; /* before the constructor: no cache, still correct */
+  tls_state = calloc(1, sizeof *tls_state);
+  if (tls_state)
+    pthread_setspecific(g_cache_key, tls_state); /* freed at thread exit */
+  return tls_state;
+}
+
+thread_alloc_t *thread_alloc(void) {
+  thread_state_t *ts = thread_state();
+  if (UNLIKELY(!ts))
+    return NULL;
+  uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+  if (UNLIKELY(ts->alloc.epoch != epoch))
+    ts->alloc = (thread_alloc_t){.epoch = epoch};
+  return &ts->alloc;
 }
 
 /* A trace point is its (source file, function, line, column) by content,
@@ -111,12 +160,15 @@ typedef struct tp_probe {
   uint32_t name_len, file_len;
   uint64_t line_column;
   uint64_t code;
+  uint64_t name_hash, file_hash;
   uint64_t hash;
 } tp_probe_t;
 
 #define ABSENT_NAME_SEED 0x6e6f6e616d65ull /* NULL and "" must differ */
 #define ABSENT_FILE_SEED 0x6e6f66696c65ull
 
+/* The name's and file's hashes are the string table's, so creation interns
+ * them without hashing again. */
 static bool probe_make(const xpti_payload_t *p, const char *fallback_name, tp_probe_t *q) {
   q->name = p->name ? p->name : fallback_name;
   q->file = p->source_file;
@@ -129,9 +181,10 @@ static bool probe_make(const xpti_payload_t *p, const char *fallback_name, tp_pr
   q->file_len = (uint32_t)file_len;
   q->line_column = (uint64_t)p->line_no << 32 | p->column_no;
   q->code = q->file ? 0 : (uint64_t)(uintptr_t)p->code_ptr_va;
-  uint64_t h = q->name ? hash_bytes(q->name, name_len, 1) : ABSENT_NAME_SEED;
-  h = q->file ? hash_bytes(q->file, file_len, h) : hash_mix(h ^ ABSENT_FILE_SEED);
-  q->hash = hash_mix(h ^ hash_mix(q->line_column ^ hash_mix(q->code)));
+  q->name_hash = q->name ? intern_hash(q->name, name_len, STRING_TAG) : ABSENT_NAME_SEED;
+  q->file_hash = q->file ? intern_hash(q->file, file_len, STRING_TAG) : ABSENT_FILE_SEED;
+  q->hash = hash_mix(q->name_hash ^ hash_mix(q->file_hash ^ 0x9e3779b97f4a7c15ull) ^
+                     hash_mix(q->line_column ^ hash_mix(q->code)));
   return true;
 }
 
@@ -149,44 +202,45 @@ static inline bool tp_matches(const tracepoint_t *tp, const tp_probe_t *q) {
          same_text_len(q->file, q->file_len, tp->payload.source_file, tp->file_len);
 }
 
-static tracepoint_t *slots_find(const hindex_t *h, const tp_probe_t *q, uint64_t *free_slot) {
-  for (uint64_t i = q->hash & h->mask;; i = (i + 1) & h->mask) {
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
-    if (!v) {
-      *free_slot = i;
-      return NULL;
-    }
-    tracepoint_t *tp = hindex_ptr(v);
-    if (hindex_tag_matches(v, q->hash) && tp_matches(tp, q))
-      return tp;
-  }
-}
+static bool tp_equals(const void *found, const void *key) { return tp_matches(found, key); }
+static uint64_t tp_hash(const void *element) { return ((const tracepoint_t *)element)->hash; }
 
+/* Lock-free, like intern(): the record is built in the thread's arena, given
+ * a universal ID, made findable by it, then offered to the index; the loser
+ * of a race to create the same trace point takes the winner's. */
 static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uint16_t event_type,
                                uint16_t activity) {
-  uint64_t free_slot;
-  pthread_mutex_lock(&g_reg.lock);
-  hindex_t *s = atomic_load_explicit(&g_reg.slots, memory_order_relaxed);
-  if (!s) {
-    if (!(s = hindex_new(TP_INITIAL_SLOTS)))
-      goto fail;
-    atomic_store_explicit(&g_reg.slots, s, memory_order_release);
-  }
-  tracepoint_t *tp = slots_find(s, q, &free_slot);
-  if (tp) {
-    pthread_mutex_unlock(&g_reg.lock);
-    return tp;
-  }
   const char *name = NULL, *file = NULL;
   uint64_t name_id = NO_STRING, file_id = NO_STRING;
-  if (q->name && (name_id = string_intern(q->name, &name)) == UINT32_MAX)
-    goto fail;
-  if (q->file && (file_id = string_intern(q->file, &file)) == UINT32_MAX)
-    goto fail;
-  uint64_t uid = atomic_load_explicit(&g_reg.count, memory_order_relaxed) + 1;
-  tp = arena_alloc(&g_reg.arena, sizeof *tp, 64);
-  if (!tp || !idvec_set(&g_reg.by_uid, uid, tp))
-    goto fail;
+  const intern_entry_t *e = NULL;
+  if (q->name) {
+    if ((name_id = intern_hashed(&g_strings, q->name, q->name_len, STRING_TAG, q->name_hash,
+                                 &e)) == UINT32_MAX)
+      return NULL;
+    name = e->data;
+  }
+  if (q->file) {
+    if ((file_id = intern_hashed(&g_strings, q->file, q->file_len, STRING_TAG, q->file_hash,
+                                 &e)) == UINT32_MAX)
+      return NULL;
+    file = e->data;
+  }
+  thread_alloc_t *ta = thread_alloc();
+  arena_t *a = ta ? &ta->arena : NULL;
+  tracepoint_t *tp = a ? arena_alloc(a, sizeof *tp, 64) : shared_alloc(sizeof *tp, 64);
+  if (!tp)
+    return NULL;
+  uint64_t uid;
+  if (LIKELY(ta != NULL)) {
+    if (UNLIKELY(ta->tracepoints.next == ta->tracepoints.end)) {
+      ta->tracepoints.next =
+          atomic_fetch_add_explicit(&g_reg.count, ID_BLOCK, memory_order_relaxed) + 1;
+      ta->tracepoints.end = ta->tracepoints.next + ID_BLOCK;
+    }
+    uid = ta->tracepoints.next++;
+  } else {
+    uid = atomic_fetch_add_explicit(&g_reg.count, 1, memory_order_relaxed) + 1;
+  }
   tp->hash = q->hash;
   tp->name_len = q->name_len;
   tp->file_len = q->file_len;
@@ -218,42 +272,21 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
   ev->reserved.framework_private[0] = tp; /* marks events the framework owns */
   ev->flags = XPTI_EVENT_UID_AVAILABLE | XPTI_EVENT_TYPE_AVAILABLE |
               XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
-  atomic_store_explicit(&g_reg.count, uid, memory_order_release);
-  hindex_store(s, free_slot, tp, q->hash);
-  hindex_grow_if_needed(&g_reg.slots, s, uid);
-  pthread_mutex_unlock(&g_reg.lock);
+  if (!idvec_set(&g_reg.by_uid, uid, tp)) {
+    arena_unalloc(a, tp, sizeof *tp);
+    return NULL;
+  }
+  tracepoint_t *in = hindex_insert(&g_reg.slots, &g_reg.lock, tp, q->hash, tp_equals, q,
+                                   TP_INITIAL_SLOTS);
+  if (in != tp) { /* created by another thread meanwhile, or no memory */
+    idvec_set(&g_reg.by_uid, uid, NULL);
+    arena_unalloc(a, tp, sizeof *tp);
+    return in;
+  }
+  hindex_t *h = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
+  if (h)
+    hindex_grow_if_needed(&g_reg.slots, h, uid, &g_reg.lock, tp_hash);
   return tp;
-fail:
-  pthread_mutex_unlock(&g_reg.lock);
-  return NULL;
-}
-
-/* Per-thread cache of recent trace points, keyed by the caller's string
- * pointers and numbers and validated by content (strcmp), so a revisit
- * skips hashing and the shared table while a reused buffer with new text
- * still finds its own trace point.  xptiReset bumps the epoch. */
-#define TP_CACHE_SIZE 64
-typedef struct tp_cache_entry {
-  const char *name, *file;
-  const void *code;
-  uint64_t line_column;
-  uint64_t epoch;
-  tracepoint_t *tp;
-} tp_cache_entry_t;
-
-static __thread tp_cache_entry_t *tls_tp_cache __attribute__((tls_model("initial-exec")));
-
-static void cache_free(void *cache) { free(cache); }
-
-static tp_cache_entry_t *tp_cache(void) {
-  if (LIKELY(tls_tp_cache != NULL))
-    return tls_tp_cache;
-  if (!atomic_load_explicit(&g_cache_key_ready, memory_order_acquire))
-    return NULL; /* before the constructor: no cache, still correct */
-  tls_tp_cache = calloc(TP_CACHE_SIZE, sizeof *tls_tp_cache);
-  if (tls_tp_cache)
-    pthread_setspecific(g_cache_key, tls_tp_cache); /* freed at thread exit */
-  return tls_tp_cache;
 }
 
 static inline bool same_text(const char *a, const char *table_copy) {
@@ -269,7 +302,8 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
   const void *code = file ? NULL : payload->code_ptr_va;
   uint64_t line_column = (uint64_t)payload->line_no << 32 | payload->column_no;
   uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_relaxed);
-  tp_cache_entry_t *cache = tp_cache(), *slot = NULL;
+  thread_state_t *ts = thread_state();
+  tp_cache_entry_t *cache = ts ? ts->cache : NULL, *slot = NULL;
   tracepoint_t *tp = NULL;
   if (LIKELY(cache != NULL)) {
     uintptr_t h = (uintptr_t)name * 31 ^ (uintptr_t)file * 17 ^ (uintptr_t)code ^ line_column;
@@ -283,9 +317,7 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
     tp_probe_t q;
     if (!probe_make(payload, fallback_name, &q))
       return NULL;
-    uint64_t free_slot;
-    hindex_t *s = atomic_load_explicit(&g_reg.slots, memory_order_acquire);
-    tp = s ? slots_find(s, &q, &free_slot) : NULL;
+    tp = hindex_find(&g_reg.slots, q.hash, tp_equals, &q);
     if (UNLIKELY(!tp) && !(tp = tp_create(payload, &q, event_type, activity)))
       return NULL;
     if (slot)

@@ -29,9 +29,11 @@ void tables_fork_lock(void) {
   pthread_mutex_lock(&g_objects.lock);
   pthread_mutex_lock(&g_strings.lock);
   pthread_mutex_lock(&g_retired_lock);
+  reserve_fork_lock();
 }
 
-void tables_fork_unlock(void) {
+void tables_fork_unlock(bool child) {
+  reserve_fork_unlock(child);
   pthread_mutex_unlock(&g_retired_lock);
   pthread_mutex_unlock(&g_strings.lock);
   pthread_mutex_unlock(&g_objects.lock);
@@ -53,7 +55,7 @@ void *xcalloc(size_t n, size_t size) {
  * Heap memory, so leak checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
 void *zeroed_block(size_t bytes) {
-  if (bytes < HUGE_PAGE)
+  if (bytes < HUGE_PAGE) /* pages touched as used, as calloc leaves them */
     return xcalloc(1, bytes);
   void *p = NULL;
   if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
@@ -63,49 +65,80 @@ void *zeroed_block(size_t bytes) {
   return p;
 }
 
-#define ARENA_CHUNK (64 * 1024)
+#define ARENA_FIRST_CHUNK ((size_t)64 << 10)
+#define ARENA_CHUNK HUGE_PAGE
 
-/* Chunks double from 64 KiB up to 2 MiB (huge pages from there), so a
- * table that stays small costs little and a big one faults rarely. */
-void *arena_alloc(arena_t *a, size_t size, size_t align) {
+/* A thread's chunks double from 64 KiB to 2 MiB (huge pages from there),
+ * so a thread that makes a few trace points costs little.  Half way
+ * through its 1 MiB chunk (some 2000 trace points) the reserve is asked
+ * for 2 MiB chunks, and later chunks come from it when one is ready: a
+ * thread that makes many neither faults nor clears pages itself while the
+ * reserve keeps up, and never waits for it.  (Starting the reserve's
+ * thread earlier costs small programs more than it saves: its huge page
+ * faults, compaction included, stall the creating thread's own.) */
+void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
-  if (!a->cur || p + size > (uintptr_t)a->end) {
-    size_t chunk = a->next_chunk ? a->next_chunk : ARENA_CHUNK;
-    if (size + align > chunk / 4) { /* oversized: keep the current chunk */
-      char *block = xcalloc(1, size + align);
-      if (!block)
-        return NULL;
-      retire(block);
-      return (void *)(((uintptr_t)block + align - 1) & ~(uintptr_t)(align - 1));
-    }
-    char *block = zeroed_block(chunk);
-    if (!block)
+  if (a->cur && p + size <= (uintptr_t)a->end) { /* passed the mark */
+    reserve_want(ARENA_CHUNK, 2);
+    a->limit = a->end;
+  } else {
+    size_t chunk = a->next_chunk ? a->next_chunk : ARENA_FIRST_CHUNK;
+    if (size + align > chunk / 4) /* oversized: keep the current chunk */
+      return shared_alloc(size, align);
+    char *block = chunk == ARENA_CHUNK ? reserve_take(ARENA_CHUNK, 2) : NULL;
+    if (block)
+      chunk = ARENA_CHUNK;
+    else if (!(block = zeroed_block(chunk)))
       return NULL;
     retire(block); /* arenas live for the process; keep them reachable */
     a->cur = block;
     a->end = block + chunk;
-    a->next_chunk = chunk < HUGE_PAGE ? chunk * 2 : chunk;
+    a->limit = chunk == ARENA_CHUNK / 2 ? block + chunk / 2 : a->end;
+    a->next_chunk = chunk < ARENA_CHUNK ? chunk * 2 : ARENA_CHUNK;
     p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
   }
   a->cur = (char *)(p + size);
   return (void *)p;
 }
 
-bool idvec_set(idvec_t *v, uint64_t id, void *p) {
+/* A big block from the reserve when one is ready. */
+static void *big_block(size_t bytes) {
+  void *p = bytes >= RESERVE_MIN ? reserve_take(bytes, 0) : NULL;
+  return p ? p : zeroed_block(bytes);
+}
+
+bool idvec_set_slow(idvec_t *v, uint64_t id, void *p) {
   uint64_t i = id + (1u << IDVEC_BASE_LOG);
   unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
   if (k >= IDVEC_SEGMENTS)
     return false;
+  uint64_t index = i - ((uint64_t)1 << (k + IDVEC_BASE_LOG));
+  size_t next_bytes = ((size_t)2 << (k + IDVEC_BASE_LOG)) * sizeof(void *);
+  if (index == (uint64_t)1 << (k + IDVEC_BASE_LOG - 1) && next_bytes >= RESERVE_MIN)
+    reserve_want(next_bytes, 1); /* half way: the next segment gets made ahead */
   _Atomic(void *) *seg = atomic_load_explicit(&v->seg[k], memory_order_acquire);
   if (!seg) {
-    seg = xcalloc((size_t)1 << (k + IDVEC_BASE_LOG), sizeof *seg);
-    if (!seg)
+    _Atomic(void *) *fresh = big_block(((size_t)1 << (k + IDVEC_BASE_LOG)) * sizeof *seg);
+    if (!fresh)
       return false;
-    retire((void *)seg);
-    atomic_store_explicit(&v->seg[k], seg, memory_order_release);
+    if (atomic_compare_exchange_strong_explicit(&v->seg[k], &seg, fresh, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+      retire((void *)fresh);
+      seg = fresh;
+    } else {
+      free((void *)fresh); /* another thread's segment won; ours was never seen */
+    }
   }
-  atomic_store_explicit(&seg[i - ((uint64_t)1 << (k + IDVEC_BASE_LOG))], p, memory_order_release);
+  atomic_store_explicit(&seg[index], p, memory_order_release);
   return true;
+}
+
+void *shared_alloc(size_t size, size_t align) {
+  char *block = xcalloc(1, size + align);
+  if (!block)
+    return NULL;
+  retire(block);
+  return (void *)(((uintptr_t)block + align - 1) & ~(uintptr_t)(align - 1));
 }
 
 static inline uint64_t read64(const unsigned char *p) {
@@ -150,32 +183,65 @@ uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
   return hash_mix(a ^ (b >> 7) ^ (b << 57));
 }
 
+static size_t hindex_bytes(uint64_t slots) {
+  return sizeof(hindex_t) + slots * (sizeof(uint64_t) + sizeof(uint64_t));
+}
+
 hindex_t *hindex_new(uint64_t slots) {
-  hindex_t *h = zeroed_block(sizeof *h + slots * (sizeof h->slot[0] + sizeof h->hash[0]));
+  hindex_t *h = big_block(hindex_bytes(slots));
   if (h) {
     h->mask = slots - 1;
-    h->hash = (uint64_t *)&h->slot[slots];
+    h->hash = (_Atomic uint64_t *)&h->slot[slots];
   }
   return h;
 }
 
-void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count) {
-  if (count * 2 <= h->mask + 1)
+hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots, pthread_mutex_t *lock) {
+  hindex_t *h = atomic_load_explicit(where, memory_order_acquire);
+  if (LIKELY(h != NULL))
+    return h;
+  pthread_mutex_lock(lock);
+  h = atomic_load_explicit(where, memory_order_relaxed);
+  if (!h && (h = hindex_new(slots)) != NULL)
+    atomic_store_explicit(where, h, memory_order_release);
+  pthread_mutex_unlock(lock);
+  return h;
+}
+
+void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+                      pthread_mutex_t *lock, hindex_hash_fn element_hash) {
+  if (UNLIKELY(count == (h->mask + 1) / 4 + 1) && hindex_bytes(2 * (h->mask + 1)) >= RESERVE_MIN)
+    reserve_want(hindex_bytes(2 * (h->mask + 1)), 1); /* half way to growing */
+  if (LIKELY(count * 2 <= h->mask + 1))
     return;
+  pthread_mutex_lock(lock);
+  if (atomic_load_explicit(where, memory_order_relaxed) != h) { /* grown meanwhile */
+    pthread_mutex_unlock(lock);
+    return;
+  }
   hindex_t *bigger = hindex_new((h->mask + 1) * 2);
-  if (!bigger)
-    return; /* stays at this size: lookups still work, only slower */
+  if (!bigger) { /* stays at this size: still works while it has room */
+    pthread_mutex_unlock(lock);
+    return;
+  }
   for (uint64_t i = 0; i <= h->mask; i++) {
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_relaxed);
+    /* Freeze the slot (an empty one too): no insert lands here any more. */
+    atomic_fetch_or_explicit(&h->slot[i], HINDEX_FROZEN, memory_order_acq_rel);
+    /* fixed from now on: inserts only CAS an empty (0) slot */
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire) & ~HINDEX_FROZEN;
     if (!v)
       continue;
-    uint64_t j = h->hash[i] & bigger->mask;
+    uint64_t hash = atomic_load_explicit(&h->hash[i], memory_order_relaxed);
+    if (!hash) /* its inserter has not written it yet (or it is 0) */
+      hash = element_hash(hindex_ptr(v));
+    uint64_t j = hash & bigger->mask;
     while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
       j = (j + 1) & bigger->mask;
-    bigger->hash[j] = h->hash[i];
+    atomic_store_explicit(&bigger->hash[j], hash, memory_order_relaxed);
     atomic_store_explicit(&bigger->slot[j], v, memory_order_relaxed);
   }
   atomic_store_explicit(where, bigger, memory_order_release);
+  pthread_mutex_unlock(lock);
   retire(h); /* readers may still be probing it */
 }
 
@@ -194,81 +260,92 @@ void intern_reset(intern_table_t *t) {
     retire(old);
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
     atomic_store(&t->by_id.seg[k], NULL); /* segments are on the retired list */
-  t->arena = (arena_t){0};
   atomic_store(&t->count, 0);
   pthread_mutex_unlock(&t->lock);
 }
 
-static inline bool entry_equals(const intern_entry_t *e, uint64_t hash, const void *data,
-                                size_t len, uint8_t tag) {
-  return e->hash == hash && e->len == len && e->tag == tag && memcmp(e->data, data, len) == 0;
+typedef struct intern_key {
+  uint64_t hash;
+  const void *data;
+  size_t len;
+  uint8_t tag;
+} intern_key_t;
+
+static bool entry_equals(const void *found, const void *key) {
+  const intern_entry_t *e = found;
+  const intern_key_t *k = key;
+  return e->hash == k->hash && e->len == k->len && e->tag == k->tag &&
+         memcmp(e->data, k->data, k->len) == 0;
 }
 
-static const intern_entry_t *slots_find(const hindex_t *h, uint64_t hash, const void *data,
-                                        size_t len, uint8_t tag, uint64_t *free_slot) {
-  for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
-    if (!v) {
-      *free_slot = i;
-      return NULL;
-    }
-    const intern_entry_t *e = hindex_ptr(v);
-    if (hindex_tag_matches(v, hash) && entry_equals(e, hash, data, len, tag))
-      return e;
-  }
-}
+static uint64_t entry_hash(const void *element) { return ((const intern_entry_t *)element)->hash; }
 
+/* Lock-free: the entry is built in the calling thread's arena, given an id,
+ * made findable by id, then offered to the index; a thread that loses the
+ * race to an equal entry takes the winner's and unpublishes its own id. */
 uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
                 const intern_entry_t **entry) {
-  uint64_t hash = hash_bytes(data, len, tag);
-  uint64_t free_slot;
-  uint32_t seen_count = atomic_load_explicit(&t->count, memory_order_acquire);
-  hindex_t *seen = atomic_load_explicit(&t->slots, memory_order_acquire), *s;
-  const intern_entry_t *e;
-  if (LIKELY(seen != NULL) && (e = slots_find(seen, hash, data, len, tag, &free_slot)) != NULL)
-    goto found;
+  return intern_hashed(t, data, len, tag, intern_hash(data, len, tag), entry);
+}
 
-  pthread_mutex_lock(&t->lock);
-  s = atomic_load_explicit(&t->slots, memory_order_relaxed);
-  if (!s) {
-    s = hindex_new(INTERN_INITIAL_SLOTS);
-    if (!s)
-      goto fail;
-    atomic_store_explicit(&t->slots, s, memory_order_release);
-  }
-  uint32_t id = atomic_load_explicit(&t->count, memory_order_relaxed);
-  /* Nothing inserted since the lock-free probe: its free slot still holds.
-   * Otherwise probe again, now that no one else can insert. */
-  if (s != seen || id != seen_count) {
-    e = slots_find(s, hash, data, len, tag, &free_slot);
-    if (e) {
-      pthread_mutex_unlock(&t->lock);
-      goto found;
+uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag,
+                       uint64_t hash, const intern_entry_t **entry) {
+  intern_key_t key = {hash, data, len, tag};
+  const intern_entry_t *e = hindex_find(&t->slots, key.hash, entry_equals, &key);
+  if (LIKELY(e != NULL))
+    goto found;
+  if (len >= UINT32_MAX)
+    return UINT32_MAX;
+  size_t size = (sizeof(intern_entry_t) + len + 1 + 7) & ~(size_t)7;
+  thread_alloc_t *ta = thread_alloc();
+  arena_t *a = ta ? &ta->arena : NULL;
+  intern_entry_t *fresh = a ? arena_alloc(a, size, 8) : shared_alloc(size, 8);
+  if (!fresh)
+    return UINT32_MAX;
+  uint64_t id;
+  id_block_t *b = ta ? (t == &g_strings ? &ta->strings : &ta->objects) : NULL;
+  if (LIKELY(b != NULL)) {
+    if (UNLIKELY(b->next == b->end)) {
+      b->next = atomic_fetch_add_explicit(&t->count, ID_BLOCK, memory_order_relaxed);
+      b->end = b->next + ID_BLOCK;
     }
+    id = b->next++;
+  } else {
+    id = atomic_fetch_add_explicit(&t->count, 1, memory_order_relaxed);
   }
-  if (id == UINT32_MAX - 1 || len > UINT32_MAX)
-    goto fail;
-  intern_entry_t *fresh = arena_alloc(&t->arena, sizeof *fresh + len + 1, 8);
-  if (!fresh || !idvec_set(&t->by_id, id, fresh))
-    goto fail;
-  fresh->hash = hash;
+  if (id >= UINT32_MAX - 2 * ID_BLOCK) { /* the table is full */
+    atomic_store_explicit(&t->count, UINT32_MAX - 2 * ID_BLOCK, memory_order_relaxed);
+    if (b)
+      b->next = b->end;
+    arena_unalloc(a, fresh, size);
+    return UINT32_MAX;
+  }
+  fresh->hash = key.hash;
   fresh->len = (uint32_t)len;
   fresh->tag = tag;
-  fresh->id = id;
+  fresh->id = (uint32_t)id;
   memcpy(fresh->data, data, len);
   fresh->data[len] = '\0';
-  /* id and contents are visible before the slot that leads to them */
-  atomic_store_explicit(&t->count, id + 1, memory_order_release);
-  hindex_store(s, free_slot, fresh, hash);
-  hindex_grow_if_needed(&t->slots, s, (uint64_t)id + 1);
-  pthread_mutex_unlock(&t->lock);
+  /* findable by id before anyone can learn the id from the index */
+  if (!idvec_set(&t->by_id, id, fresh)) {
+    arena_unalloc(a, fresh, size);
+    return UINT32_MAX;
+  }
+  e = hindex_insert(&t->slots, &t->lock, fresh, key.hash, entry_equals, &key,
+                    INTERN_INITIAL_SLOTS);
+  if (e != fresh) { /* an equal entry won, or no memory for the index */
+    idvec_set(&t->by_id, id, NULL);
+    arena_unalloc(a, fresh, size);
+    if (!e)
+      return UINT32_MAX;
+    goto found;
+  }
+  hindex_t *h = atomic_load_explicit(&t->slots, memory_order_acquire);
+  if (h)
+    hindex_grow_if_needed(&t->slots, h, (uint64_t)id + 1, &t->lock, entry_hash);
   if (entry)
     *entry = fresh;
-  return id;
-
-fail:
-  pthread_mutex_unlock(&t->lock);
-  return UINT32_MAX;
+  return (uint32_t)id;
 
 found:
   if (entry)

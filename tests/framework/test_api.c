@@ -79,8 +79,13 @@ static void test_strings(void) {
   CHECK(copy && copy != buf && !strcmp(copy, "hello"));
   strcpy(buf, "changed"); /* the table keeps its own copy */
   CHECK(!strcmp(xptiLookupString(id), "hello"));
-  CHECK_EQ(xptiRegisterString("hello", NULL), id);
-  CHECK(xptiRegisterString("", NULL) != XPTI_INVALID_STRING_ID);
+  CHECK_EQ(xptiRegisterString("hello", &copy), id);
+  CHECK(xptiRegisterString("", &copy) != XPTI_INVALID_STRING_ID);
+  /* Intel's semantics: both arguments are required */
+  CHECK_EQ(xptiRegisterString("hello", NULL), XPTI_INVALID_STRING_ID);
+  copy = buf;
+  CHECK_EQ(xptiRegisterString(NULL, &copy), XPTI_INVALID_STRING_ID);
+  CHECK(copy == NULL);
   CHECK(xptiLookupString(XPTI_INVALID_STRING_ID) == NULL);
   CHECK(xptiLookupString(123456789) == NULL);
 }
@@ -362,7 +367,8 @@ static void test_user_data_names(void) {
 
 static void test_reset(void) {
   uint8_t s = xptiRegisterStream("reset.me");
-  uint32_t sid = xptiRegisterString("reset-string", NULL);
+  char *copy;
+  uint32_t sid = xptiRegisterString("reset-string", &copy);
   xpti_payload_t p = xpti_payload_make("r", "r.c", 1, 1, NULL);
   uint64_t uid = xptiRegisterPayload(&p);
   const char *old = xptiLookupString(sid);
@@ -375,7 +381,7 @@ static void test_reset(void) {
   CHECK(!strcmp(xptiLookupStreamName(1), XPTI_DEFAULT_STREAM_NAME));
   CHECK(xptiLookupStreamName(0) == NULL);
   CHECK_EQ(xptiRegisterStream("fresh"), 2);
-  CHECK_EQ(xptiRegisterString("fresh", NULL), 1);
+  CHECK_EQ(xptiRegisterString("fresh", &copy), 1);
 }
 
 int main(void) {

@@ -37,7 +37,7 @@ static void other_cb(uint16_t t, xpti_trace_event_data_t *p, xpti_trace_event_da
  * bounded distinct names keep memory flat while the locks stay busy. */
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg;
-  char name[64], key[32], text[64];
+  char name[64], key[32], text[64], *copy;
   char stream_name[32];
   snprintf(stream_name, sizeof stream_name, "worker-%d", id);
   uint8_t s = xptiRegisterStream(stream_name);
@@ -52,7 +52,7 @@ static void *worker(void *arg) {
     int32_t obj = xptiRegisterObject(text, strlen(text), 0);
     if (e)
       xptiAddMetadata(e, key, obj);
-    xptiRegisterString(text, NULL);
+    xptiRegisterString(text, &copy);
     if (i % 16 == 0) {
       snprintf(stream_name, sizeof stream_name, "w%d-%lu", id, i % 40);
       xptiRegisterStream(stream_name);
@@ -69,7 +69,7 @@ static void *worker(void *arg) {
 
 /* In the child: one call of each kind that takes a lock, then notify. */
 static int child_work(uint8_t s, int round) {
-  char name[64], text[64];
+  char name[64], text[64], *copy;
   snprintf(name, sizeof name, "child-%d", round);
   snprintf(text, sizeof text, "child-object-%d", round);
   xpti_payload_t p = xpti_payload_make(name, "child.c", 7, 1, NULL);
@@ -81,7 +81,7 @@ static int child_work(uint8_t s, int round) {
   int32_t obj = xptiRegisterObject(text, strlen(text), 0);
   if (obj < 0 || xptiAddMetadata(e, "child-key", obj) != XPTI_RESULT_SUCCESS)
     return 3;
-  if (xptiRegisterString(text, NULL) == XPTI_INVALID_STRING_ID)
+  if (xptiRegisterString(text, &copy) == XPTI_INVALID_STRING_ID)
     return 4;
   uint8_t own = xptiRegisterStream("child-stream");
   if (own == XPTI_INVALID_STREAM_ID ||

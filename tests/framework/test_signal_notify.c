@@ -53,7 +53,8 @@ int main(int argc, char **argv) {
   xpti_payload_t p = xpti_payload_make("in-handler", "signal.c", 1, 1, NULL);
   g_event = xptiMakeEvent("in-handler", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
   CHECK(g_event != NULL);
-  g_string_id = xptiRegisterString("signal-string", NULL);
+  char *string_copy;
+  g_string_id = xptiRegisterString("signal-string", &string_copy);
   if (!g_event)
     return CHECK_DONE();
 
@@ -84,7 +85,8 @@ int main(int argc, char **argv) {
         xptiMakeEvent(name, &q, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
     if (e)
       xptiAddMetadata(e, name, obj);
-    xptiRegisterString(name, NULL);
+    char *copy;
+    xptiRegisterString(name, &copy);
     rounds++;
   }
   struct itimerval off = {{0, 0}, {0, 0}};

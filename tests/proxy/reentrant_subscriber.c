@@ -35,7 +35,8 @@ __attribute__((constructor)) static void reentrant_ctor(void) {
   r->stream_id = s;
   r->check_enabled = xptiCheckTraceEnabled(s, XPTI_TRACE_TASK_BEGIN);
   r->callback = (int)xptiRegisterCallback(s, XPTI_TRACE_TASK_BEGIN, count);
-  r->string_ok = xptiRegisterString("reentrant.string", NULL) != XPTI_INVALID_STRING_ID;
+  char *copy;
+  r->string_ok = xptiRegisterString("reentrant.string", &copy) != XPTI_INVALID_STRING_ID;
   xpti_payload_t p = xpti_payload_make("reentrant", "reentrant.c", 1, 1, NULL);
   r->event_ok = xptiMakeEvent("reentrant", &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE,
                               NULL) != NULL;

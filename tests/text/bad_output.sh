@@ -17,16 +17,16 @@ count 1 "xpti: text collector cannot open '$bad': No such file or directory" std
 count 1 "xpti:" stderr.txt
 count 24 " task_begin " stderr.txt
 count 24 " task_end " stderr.txt
-count 2 " xptiTraceFinish" stderr.txt
+count 3 " xptiTraceFinish" stderr.txt
 count 1 "(tracing on)" stdout.txt
 [ -e "$bad" ] && fail "$bad exists"
 
 # A device that refuses every write: nothing is printed per line, and the
-# lost lines (all 73 of the example) are reported once at exit.
+# lost lines (all 75 of the example) are reported once at exit.
 if [ -w /dev/full ]; then
   XPTI_FRAMEWORK_DISPATCHER="$dispatcher" XPTI_SUBSCRIBERS="$collector" XPTI_TEXT_OUTPUT=/dev/full \
     "$example" >full_stdout.txt 2>full_stderr.txt || fail "example (/dev/full) exited with $?"
-  count 1 "xpti: text collector could not write 73 lines: No space left on device" full_stderr.txt
+  count 1 "xpti: text collector could not write 75 lines: No space left on device" full_stderr.txt
   count 1 "xpti:" full_stderr.txt
   count 1 "(tracing on)" full_stdout.txt
 fi

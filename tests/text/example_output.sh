@@ -20,8 +20,10 @@ grep -qx 'xpti_example: 4 workers ran 24 tasks, checksum 38500 (tracing on)' std
 
 N='[0-9]+'
 P="^$N $N:$N "
-count 73 ''
-count 73 "$P"
+count 75 ''
+count 75 "$P"
+count 1 "${P}xpti\.framework xptiTraceInit major=1 minor=0 version=\"1\.0\.0\"$"
+count 1 "${P}xpti\.framework xptiTraceFinish$"
 count 1 "${P}example\.graph xptiTraceInit major=1 minor=0 version=\"1\.0\"$"
 count 1 "${P}example\.work xptiTraceInit major=1 minor=0 version=\"1\.0\"$"
 count 1 "${P}example\.graph xptiTraceFinish$"

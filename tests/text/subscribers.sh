@@ -22,10 +22,10 @@ count 1 "$nofinish" messages.txt
 count 1 "xptiTraceFinish" messages.txt
 count 0 "nofinish subscriber: init called" stderr.txt
 count 1 "(tracing on)" stdout.txt
-count 2 " xptiTraceInit " trace.txt
+count 3 " xptiTraceInit " trace.txt
 count 24 " task_begin " trace.txt
 count 24 " task_end " trace.txt
 count 6 " node_create " trace.txt
-count 2 " xptiTraceFinish" trace.txt
+count 3 " xptiTraceFinish" trace.txt
 [ $status = 0 ] || cat stderr.txt
 exit $status

@@ -199,6 +199,14 @@ int main(void) {
 
   load_output(out);
   uint64_t uid = ev->unique_id, auid = aev->unique_id;
+  /* Intel's default stream, initialised before the first stream and
+   * finished after the first stream finalised */
+  expect("xpti.framework xptiTraceInit major=1 minor=0 version=\"1.0.0\"");
+  CHECK(strstr(output, "xpti.framework xptiTraceInit") < strstr(output, "fmt xptiTraceInit"));
+  expect("xpti.framework xptiTraceFinish");
+  CHECK(strstr(output, "fmt xptiTraceFinish") < strstr(output, "xpti.framework xptiTraceFinish"));
+  CHECK(strstr(output, "xpti.framework xptiTraceFinish") <
+        strstr(output, "odd\\x20name xptiTraceFinish"));
   expect("fmt xptiTraceInit major=2 minor=5 version=\"2.5.0\"");
   expect("odd\\x20name xptiTraceInit major=1 minor=0 version=<null>");
   expect("fmt task_begin \"all \\\"types\\\"\" uid=%" PRIu64 " instance=%" PRIu64 " src=dir/fmt\\x20file.c:7 | "
@@ -242,11 +250,11 @@ int main(void) {
          auid);
 
   /* nothing else: 4 inits + 3 + timed + 20 + 40 + 1 + again + big + child + 2 finishes
-   * ("again" is never finalised) */
+   * ("again" is never finalised) + xpti.framework's init and finish */
   int lines = 0;
   for (char *c = output; *c; c++)
     lines += *c == '\n';
-  CHECK(lines == 74);
+  CHECK(lines == 76);
   if (failures)
     fprintf(stderr, "---- output ----\n%s", output);
   return failures ? 1 : 0;
