@@ -68,7 +68,11 @@ NOINLINE void exit_deep1(void) {
 static pthread_barrier_t cancel_ready;
 
 NOINLINE void cancel_inner(void) {
+  /* Cancellable only after 2 ms: the call lasts at least that long. */
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   pthread_barrier_wait(&cancel_ready);
+  usleep(2000);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
   for (;;) {
     pthread_testcancel();
     usleep(1000);
