@@ -286,11 +286,16 @@ void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
   if (!t || t->busy || !atomic_load_explicit(&fn_live, memory_order_relaxed))
     return;
   ++t->busy;
+  /* A tail call from a traced function reuses its slot: the real return
+   * address is the one kept for it. */
+  uintptr_t ret = *slot;
+  if (t->depth > 0 && t->frames[t->depth - 1].sp == (uintptr_t)slot && t->frames[t->depth - 1].ret)
+    ret = t->frames[t->depth - 1].ret;
   fn_pop_dead(t, (uintptr_t)slot, true);
   fn_frame_t *fr = fn_push(t, fn, (uintptr_t)slot);
   if (fr) {
     /* The return comes through fn_tramp_exit, which asks for it back. */
-    fr->ret = *slot;
+    fr->ret = ret;
     *slot = (uintptr_t)fn_tramp_exit;
     t->hijacked = true;
   }
