@@ -6,15 +6,17 @@
  * sections other than .init/.fini/.plt): never ours nor the C library's.
  *
  *  - a 5-byte nop at the entry (-pg -mfentry -mnop-mcount,
- *    -fpatchable-function-entry=5) becomes `call stub`; the stub loads
- *    the function's fn_func_t into r11 and jumps to fn_tramp_enter, which
- *    returns right after the nop.  Unselected functions keep their nop.
+ *    -fpatchable-function-entry=5) becomes `jmp stub`; the stub calls
+ *    fn_tramp_enter and jumps back after the nop.  Unselected functions
+ *    keep their nop.
  *  - otherwise, when a regex selects it (unmodified code), the first
  *    instructions (5 bytes or more) move into the stub, relocated
  *    (capstone decodes them), and the entry becomes `jmp stub`; the stub
  *    calls fn_tramp_enter, runs the moved instructions and jumps back.
- *    Refused, with one line each: too short, a relative branch among the
- *    moved instructions, a branch of the function into the moved bytes.
+ *    Relative jumps and calls among them become absolute ones.  Refused,
+ *    with one line each: too short, a loop/jrcxz among the moved
+ *    instructions, a branch of the function into the moved bytes, a
+ *    RIP-relative operand out of reach.
  * Stubs live within 2 GiB of the program (rel32 reach). */
 #include <capstone/capstone.h>
 #include <elf.h>
@@ -31,7 +33,8 @@
 #include "fn_internal.h"
 #include "xpt_msg.h"
 
-#define FN_STUB_SIZE 64
+#define FN_STUB_SIZE 128
+#define FN_STUB_DATA 112 /* .quad fn_tramp_enter; .quad fn */
 #define FN_PATCH_LEN 5
 
 typedef struct fn_site {
@@ -137,23 +140,83 @@ static bool fn_is_endbr64(const uint8_t *p) {
   return p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa;
 }
 
-/* nop entry: `call stub`; stub = movabs r11, fn; jmp *[rip]; .quad tramp */
-static bool fn_patch_nop(uintptr_t at, fn_func_t *fn) {
+/* A stub (FN_STUB_SIZE bytes): call *[rip -> +112]; the moved instructions;
+ * jmp *[rip]; .quad back; ... +112: .quad fn_tramp_enter; +120: .quad fn.
+ * fn_tramp_enter finds fn from its return address (stub + 6): no
+ * register is used, as gcc's -fipa-ra may keep values in any
+ * call-clobbered register across a call to a function it knows. */
+static uint8_t *fn_stub_begin(fn_func_t *fn) {
   uint8_t *stub = fp.stubs + fp.stub_used;
-  if (!fn_near(at + 5, (uintptr_t)stub))
-    return false;
-  stub[0] = 0x49, stub[1] = 0xbb;
-  put_u64(stub + 2, (uint64_t)(uintptr_t)fn);
+  stub[0] = 0xff, stub[1] = 0x15;
+  put_rel32(stub + 2, (uintptr_t)stub + 6, (uintptr_t)stub + FN_STUB_DATA);
+  put_u64(stub + FN_STUB_DATA, (uint64_t)(uintptr_t)fn_tramp_enter);
+  put_u64(stub + FN_STUB_DATA + 8, (uint64_t)(uintptr_t)fn);
+  return stub + 6;
+}
+
+static void fn_stub_end(uint8_t *p, uintptr_t back) {
   static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
-  memcpy(stub + 10, jmp_abs, 6);
-  put_u64(stub + 16, (uint64_t)(uintptr_t)fn_tramp_enter);
-  uint8_t call[5] = {0xe8};
-  put_rel32(call + 1, at + 5, (uintptr_t)stub);
-  if (!fn_site_add(at) || !fn_text_write(at, call, 5)) {
+  memcpy(p, jmp_abs, 6);
+  put_u64(p + 6, (uint64_t)back);
+}
+
+/* The entry becomes `jmp stub` (what follows in the moved bytes is never
+ * reached: nothing branches there). */
+static bool fn_stub_install(uintptr_t at) {
+  uint8_t *stub = fp.stubs + fp.stub_used;
+  uint8_t jmp[FN_PATCH_LEN] = {0xe9};
+  put_rel32(jmp + 1, at + 5, (uintptr_t)stub);
+  if (!fn_site_add(at) || !fn_text_write(at, jmp, FN_PATCH_LEN))
     return false;
-  }
   fp.stub_used += FN_STUB_SIZE;
   return true;
+}
+
+/* A nop entry: nothing to move. */
+static bool fn_patch_nop(uintptr_t at, fn_func_t *fn) {
+  if (!fn_near(at + 5, (uintptr_t)(fp.stubs + fp.stub_used)))
+    return false;
+  fn_stub_end(fn_stub_begin(fn), at + FN_PATCH_LEN);
+  return fn_stub_install(at);
+}
+
+/* A relative jmp, jcc or call moved into the stub becomes its absolute
+ * form (at most 16 bytes); false: not one of those. */
+static bool fn_relocate_branch(const cs_insn *in, uint8_t **pp) {
+  const cs_x86 *x = &in->detail->x86;
+  if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+    return false;
+  uint64_t target = (uint64_t)x->operands[0].imm;
+  const uint8_t *b = in->bytes;
+  uint8_t *p = *pp;
+  static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
+  int cond = -1;
+  if (b[0] >= 0x70 && b[0] <= 0x7f)
+    cond = b[0] & 0xf;
+  else if (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f)
+    cond = b[1] & 0xf;
+  if (in->id == X86_INS_CALL && b[0] == 0xe8) {
+    static const uint8_t call_abs[8] = {0xff, 0x15, 2, 0, 0, 0, 0xeb, 8};
+    memcpy(p, call_abs, 8); /* call *[rip+2]; jmp over the address */
+    put_u64(p + 8, target);
+    *pp = p + 16;
+    return true;
+  }
+  if (in->id == X86_INS_JMP && (b[0] == 0xe9 || b[0] == 0xeb)) {
+    memcpy(p, jmp_abs, 6);
+    put_u64(p + 6, target);
+    *pp = p + 14;
+    return true;
+  }
+  if (cond >= 0) {
+    p[0] = (uint8_t)(0x70 | (cond ^ 1)); /* the opposite condition skips the jump */
+    p[1] = 14;
+    memcpy(p + 2, jmp_abs, 6);
+    put_u64(p + 8, target);
+    *pp = p + 16;
+    return true;
+  }
+  return false;
 }
 
 /* Unmodified entry: move the first instructions into the stub. */
@@ -182,18 +245,21 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
         branch = true;
     if (branch && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
       uintptr_t target = (uintptr_t)x->operands[0].imm;
-      if (i < nmoved)
-        why = "a relative branch in its first 5 bytes";
+      if (i < nmoved && (in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
+                         in->id == X86_INS_LOOPNE || in->id == X86_INS_JRCXZ ||
+                         in->id == X86_INS_JECXZ))
+        why = "a loop branch in its first 5 bytes";
       else if (target > at && target < at + moved)
         why = "a branch into its first 5 bytes";
     }
   }
-  /* The stub: movabs r11, fn; call *[rip+X]; moved; jmp *[rip]; .quad back; .quad tramp */
   uint8_t *stub = fp.stubs + fp.stub_used;
-  uint8_t *p = stub + 16;
+  uint8_t *p = stub + 6;
   for (size_t i = 0; !why && i < nmoved; ++i) {
     const cs_insn *in = &insn[i];
     const cs_x86 *x = &in->detail->x86;
+    if (fn_relocate_branch(in, &p))
+      continue;
     memcpy(p, in->bytes, in->size);
     bool rip = false;
     for (uint8_t k = 0; k < x->op_count; ++k)
@@ -217,23 +283,10 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
     cs_free(insn, count);
     return false;
   }
-  static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
-  memcpy(p, jmp_abs, 6);
-  put_u64(p + 6, (uint64_t)(at + moved));
-  uint8_t *tramp_slot = p + 14;
-  put_u64(tramp_slot, (uint64_t)(uintptr_t)fn_tramp_enter);
-  stub[0] = 0x49, stub[1] = 0xbb;
-  put_u64(stub + 2, (uint64_t)(uintptr_t)fn);
-  stub[10] = 0xff, stub[11] = 0x15; /* call *[rip + disp] */
-  put_rel32(stub + 12, (uintptr_t)stub + 16, (uintptr_t)tramp_slot);
   cs_free(insn, count);
-  /* jmp stub; the rest of the moved bytes become int3 (never reached). */
-  uint8_t jmp[FN_PATCH_LEN] = {0xe9};
-  put_rel32(jmp + 1, at + 5, (uintptr_t)stub);
-  if (!fn_site_add(at) || !fn_text_write(at, jmp, FN_PATCH_LEN))
-    return false;
-  fp.stub_used += FN_STUB_SIZE;
-  return true;
+  fn_stub_end(p, at + moved);
+  fn_stub_begin(fn);
+  return fn_stub_install(at);
 }
 
 /* The program's ELF file, its symbol table (or the dynamic one). */

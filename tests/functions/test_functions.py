@@ -69,13 +69,15 @@ def main():
     if way == "plain" and "--functions" not in opts:
         # An unmodified binary is patched only where a regex asks.
         opts = ["--functions", "|".join(sorted(expect))] + opts
-    cmd = [xptrace, "run", "-o", out, "-c", "perfetto,stats"] + opts
+    # A ring of 16 MiB: a runaway run cannot fill the disk.
+    cmd = [xptrace, "run", "-o", out, "-c", "perfetto,stats", "--buffer-size", "16M",
+           "--buffer-policy", "ring"] + opts
     if "--functions" not in opts:
         cmd.append("--functions")
     cmd += ["--", fixture] + ([arg] if arg else [])
     alone = subprocess.run([fixture] + ([arg] if arg else []), capture_output=True, text=True,
                            timeout=60)
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     print(" ".join(cmd))
     print(run.stderr)
     if run.returncode != status or alone.returncode != status:
@@ -105,7 +107,7 @@ def main():
              "--slices", str(sum(expect.values())), "--threads", str(threads)]
     for name, n in expect.items():
         check += ["--name", "%s=%d" % (name, n)]
-    r = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(check, capture_output=True, text=True, timeout=60)
     print(r.stdout)
     if r.returncode != 0:
         fail("trace check")
