@@ -289,7 +289,8 @@ void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
   /* A tail call from a traced function reuses its slot: the real return
    * address is the one kept for it. */
   uintptr_t ret = *slot;
-  if (t->depth > 0 && t->frames[t->depth - 1].sp == (uintptr_t)slot && t->frames[t->depth - 1].ret)
+  if (ret == (uintptr_t)fn_tramp_exit && t->depth > 0 &&
+      t->frames[t->depth - 1].sp == (uintptr_t)slot && t->frames[t->depth - 1].ret)
     ret = t->frames[t->depth - 1].ret;
   fn_pop_dead(t, (uintptr_t)slot, true);
   fn_frame_t *fr = fn_push(t, fn, (uintptr_t)slot);

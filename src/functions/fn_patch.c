@@ -13,7 +13,8 @@
  *    instructions (5 bytes or more) move into the stub, relocated
  *    (capstone decodes them), and the entry becomes `jmp stub`; the stub
  *    calls fn_tramp_enter, runs the moved instructions and jumps back.
- *    Relative jumps and calls among them become absolute ones.  Refused,
+ *    Relative jumps and calls among them become absolute ones (a call
+ *    still returns into the function: exceptions unwind through it).  Refused,
  *    with one line each: too short, a loop/jrcxz among the moved
  *    instructions, a branch of the function into the moved bytes, a
  *    RIP-relative operand out of reach.
@@ -196,10 +197,20 @@ static bool fn_relocate_branch(const cs_insn *in, uint8_t **pp) {
   else if (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f)
     cond = b[1] & 0xf;
   if (in->id == X86_INS_CALL && b[0] == 0xe8) {
-    static const uint8_t call_abs[8] = {0xff, 0x15, 2, 0, 0, 0, 0xeb, 8};
-    memcpy(p, call_abs, 8); /* call *[rip+2]; jmp over the address */
-    put_u64(p + 8, target);
-    *pp = p + 16;
+    /* The callee must return into the function itself (the unwinder knows
+     * no stub): push the original return address, which lies past the
+     * patched bytes (a call ending inside them is refused), and jump. */
+    uint64_t ret = in->address + in->size;
+    static const uint8_t lea[5] = {0x48, 0x8d, 0x64, 0x24, 0xf8}; /* lea -8(%rsp),%rsp */
+    memcpy(p, lea, 5);
+    p[5] = 0xc7, p[6] = 0x04, p[7] = 0x24; /* movl $lo, (%rsp) */
+    uint32_t lo = (uint32_t)ret, hi = (uint32_t)(ret >> 32);
+    memcpy(p + 8, &lo, 4);
+    p[12] = 0xc7, p[13] = 0x44, p[14] = 0x24, p[15] = 0x04; /* movl $hi, 4(%rsp) */
+    memcpy(p + 16, &hi, 4);
+    memcpy(p + 20, jmp_abs, 6);
+    put_u64(p + 26, target);
+    *pp = p + 34;
     return true;
   }
   if (in->id == X86_INS_JMP && (b[0] == 0xe9 || b[0] == 0xeb)) {
@@ -245,7 +256,9 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
         branch = true;
     if (branch && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
       uintptr_t target = (uintptr_t)x->operands[0].imm;
-      if (i < nmoved && (in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
+      if (i < nmoved && in->id == X86_INS_CALL && in->address + in->size < at + FN_PATCH_LEN)
+        why = "a call returning into its first 5 bytes";
+      else if (i < nmoved && (in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
                          in->id == X86_INS_LOOPNE || in->id == X86_INS_JRCXZ ||
                          in->id == X86_INS_JECXZ))
         why = "a loop branch in its first 5 bytes";

@@ -2,7 +2,8 @@
  * exact and checked by run_functions.sh.
  *   fn_work [calls|longjmp|exit|cancel|threads|all]
  * calls:   leaf x 1000 (from loop_leaf), recurse 5..0 (6 slices),
- *          via_ptr x 3 through a function pointer
+ *          via_ptr x 3 through a function pointer, each calling the
+ *          always-inlined inlined_add (seen by compiler hooks only)
  * longjmp: jumper -> deep1 -> deep2 -> longjmp back into jumper, then
  *          after_jump: deep1 and deep2 end inside jumper
  * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
@@ -32,7 +33,14 @@ NOINLINE int recurse(int n) {
   return r;
 }
 
-NOINLINE void via_ptr(int x) { sink += (unsigned long)x; __asm__ volatile("" ::: "memory"); }
+/* Inlined everywhere: only compiler hooks see it (gcc instruments inlined
+ * bodies); patching sees the functions that exist in the binary. */
+static inline __attribute__((always_inline)) void inlined_add(int x) { sink += (unsigned long)x; }
+
+NOINLINE void via_ptr(int x) {
+  inlined_add(x);
+  __asm__ volatile("" ::: "memory");
+}
 void (*volatile fn_pointer)(int) = via_ptr;
 
 static jmp_buf jump_target;

@@ -12,7 +12,7 @@ static volatile int sink;
 extern "C" NOINLINE void cleanup_fn() { sink = sink + 1; }
 
 struct Guard {
-  ~Guard() { cleanup_fn(); }
+  NOINLINE ~Guard() { cleanup_fn(); }
 };
 
 extern "C" NOINLINE void thrower(int round) {
