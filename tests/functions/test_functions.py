@@ -59,8 +59,47 @@ def fail(msg):
     sys.exit(1)
 
 
+def debian(xptrace, scratch):
+    """Debian's own python3.11 (stripped; its API functions are in the
+    dynamic symbol table), unmodified: PyImport_ImportModule counted by
+    xptrace and by uftrace (its own run-time patching) must agree."""
+    py = "/usr/bin/python3.11"
+    uftrace = shutil.which("uftrace")
+    if not os.access(py, os.X_OK) or not uftrace:
+        print("test_functions: SKIP: needs %s and uftrace" % py)
+        sys.exit(77)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    prog = [py, "-c", "import json, csv, email.message; print(json.dumps([1, 2]))"]
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    alone = subprocess.run(prog, capture_output=True, text=True, env=env, timeout=60)
+    out = os.path.join(scratch, "out")
+    run = subprocess.run([xptrace, "run", "-o", out, "-c", "stats", "--functions",
+                          "PyImport_ImportModule", "--"] + prog,
+                         capture_output=True, text=True, env=env, timeout=60)
+    print(run.stderr)
+    if run.returncode != 0 or run.stdout != alone.stdout:
+        fail("status %d, output %r (alone %r)" % (run.returncode, run.stdout, alone.stdout))
+    with open(os.path.join(out, "stats.csv"), newline="") as f:
+        ours = [int(r["count"]) for r in csv.DictReader(f) if r["name"] == "PyImport_ImportModule"]
+    ud = os.path.join(scratch, "uftrace.data")
+    subprocess.run([uftrace, "record", "--no-libcall", "-d", ud, "-P", "^PyImport_ImportModule$"]
+                   + prog, capture_output=True, env=env, timeout=120, check=True)
+    rep = subprocess.run([uftrace, "report", "-d", ud, "-f", "call"], capture_output=True,
+                         text=True, timeout=60).stdout
+    theirs = [int(l.split()[0]) for l in rep.splitlines()
+              if l.split() and l.split()[-1] == "PyImport_ImportModule"]
+    print("xptrace %s, uftrace %s" % (ours, theirs))
+    if not ours or ours != theirs or ours[0] < 10:
+        fail("PyImport_ImportModule: xptrace counted %s, uftrace %s" % (ours, theirs))
+    print("test_functions: OK")
+
+
 def main():
     case, xptrace, fixture, checker, proto, scratch = sys.argv[1:7]
+    if case == "debian":
+        debian(xptrace, scratch)
+        return
     way, scenario = case.split("-", 1)
     arg, opts, expect, status, threads = SCENARIOS[scenario]
     shutil.rmtree(scratch, ignore_errors=True)
