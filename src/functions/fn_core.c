@@ -258,13 +258,15 @@ void fn_exit_cyg(uintptr_t addr, uintptr_t sp) {
   if (!t || t->busy)
     return;
   ++t->busy;
-  fn_func_t *f = fn_func_get(addr);
-  if (f && f->event) {
-    fn_pop_dead(t, sp, false);
-    if (t->overflow)
+  /* Frames below the exiting function's are gone, whichever it is. */
+  fn_pop_dead(t, sp, false);
+  if (__builtin_expect(t->overflow != 0, 0)) {
+    fn_func_t *f = fn_func_get(addr);
+    if (f && f->event)
       --t->overflow;
-    else if (t->depth > 0 && t->frames[t->depth - 1].fn == f)
-      fn_pop(t);
+  } else if (t->depth > 0 &&
+             atomic_load_explicit(&t->frames[t->depth - 1].fn->addr, memory_order_relaxed) == addr) {
+    fn_pop(t); /* no look-up: the top frame says which function it is */
   }
   --t->busy;
 }
@@ -352,9 +354,12 @@ typedef int (*fn_forced_t)(void *, void *, void *);
 typedef void *(*fn_catch_t)(void *);
 
 #define FN_NEXT(type, name)                                                                  \
-  static type next;                                                                          \
-  if (!next)                                                                                 \
-    next = (type)dlsym(RTLD_NEXT, name);
+  static _Atomic(type) next_fn;                                                              \
+  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
+  if (!next) {                                                                               \
+    next = (type)dlsym(RTLD_NEXT, name);                                                     \
+    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
+  }
 
 FN_API int _Unwind_RaiseException(void *exc) {
   FN_NEXT(fn_raise_t, "_Unwind_RaiseException");
