@@ -17,6 +17,7 @@
 #include "xpt_collector.h"
 #include "xptrace_cmds.h"
 #include "sampler_config.h" /* the period syntax */
+#include "fn_config.h" /* the function hooks' settings parsers */
 
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
@@ -31,6 +32,11 @@ static const char usage_run[] =
     "                           the XPTRACE_SAMPLE_* variables)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
+    "      --functions [REGEX]  trace function entries and exits (all, or those whose\n"
+    "                           whole name matches REGEX; see docs/functions.md)\n"
+    "      --exclude REGEX      with --functions: not these functions\n"
+    "      --depth N            with --functions: record nesting levels 1 to N only\n"
+    "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -48,7 +54,61 @@ typedef struct run_options {
   const char *streams;
   bool opencl;
   bool verbose;
+  bool functions;
+  const char *fn_select, *fn_exclude, *fn_depth, *fn_min_duration;
 } run_options_t;
+
+/* --functions: the settings travel in XPTRACE_FUNCTIONS*, the library
+ * goes first in LD_PRELOAD (its hooks must win over glibc's no-ops). */
+static int run_functions(const run_options_t *o) {
+  regex_t re;
+  unsigned depth;
+  uint64_t ns;
+  if (!o->functions) {
+    if (o->fn_exclude || o->fn_depth || o->fn_min_duration)
+      return usage_error(usage_run, "--exclude, --depth and --min-duration need --functions");
+    return 0;
+  }
+  const char *bad = NULL;
+  if (o->fn_select && !fn_regex_compile(o->fn_select, &re))
+    bad = o->fn_select;
+  else if (o->fn_select)
+    regfree(&re);
+  if (!bad && o->fn_exclude && !fn_regex_compile(o->fn_exclude, &re))
+    bad = o->fn_exclude;
+  else if (!bad && o->fn_exclude)
+    regfree(&re);
+  if (bad)
+    return usage_error(usage_run, "'%s' is not a regular expression", bad);
+  if (o->fn_depth && !fn_parse_depth(o->fn_depth, &depth))
+    return usage_error(usage_run, "depth '%s' is not a number from 1 to %u", o->fn_depth,
+                       FN_MAX_DEPTH);
+  if (o->fn_min_duration && !fn_parse_duration(o->fn_min_duration, &ns))
+    return usage_error(usage_run, "duration '%s' is not a duration (e.g. 10us, 1ms)",
+                       o->fn_min_duration);
+  char lib[PATH_MAX + 64];
+  lib_path("libxptrace_functions.so", lib, sizeof lib);
+  if (access(lib, R_OK) != 0)
+    return usage_error(usage_run, "function hooks not installed: %s: %s", lib, strerror(errno));
+  const struct { const char *name, *value; } vars[] = {
+      {"XPTRACE_FUNCTIONS", o->fn_select}, {"XPTRACE_FUNCTIONS_EXCLUDE", o->fn_exclude},
+      {"XPTRACE_FUNCTIONS_DEPTH", o->fn_depth}, {"XPTRACE_FUNCTIONS_MIN_DURATION", o->fn_min_duration}};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+    if (vars[i].value)
+      set_env(o->verbose, vars[i].name, vars[i].value);
+    else
+      unsetenv(vars[i].name);
+  }
+  const char *preload = getenv("LD_PRELOAD");
+  size_t n = strlen(lib) + (preload ? strlen(preload) : 0) + 2;
+  char *joined = malloc(n);
+  if (!joined)
+    return 1;
+  snprintf(joined, n, "%s%s%s", lib, preload && *preload ? ":" : "", preload ? preload : "");
+  set_env(o->verbose, "LD_PRELOAD", joined);
+  free(joined);
+  return 0;
+}
 
 /* Validate the collector list; fills `subscribers` with their paths. */
 static int run_collectors(const char *list, char *subscribers, size_t len, bool chosen[]) {
@@ -124,7 +184,8 @@ static void run_after(const void *ctx) {
 
 int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
-         OPT_PERIODS };
+         OPT_PERIODS,
+         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -135,6 +196,10 @@ int cmd_run(int argc, char **argv) {
       {"opencl", no_argument, NULL, OPT_OPENCL},
       {"sample", no_argument, NULL, OPT_SAMPLE},
       {"periods", required_argument, NULL, OPT_PERIODS},
+      {"functions", optional_argument, NULL, OPT_FUNCTIONS},
+      {"exclude", required_argument, NULL, OPT_FN_EXCLUDE},
+      {"depth", required_argument, NULL, OPT_FN_DEPTH},
+      {"min-duration", required_argument, NULL, OPT_FN_MIN_DURATION},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -157,6 +222,20 @@ int cmd_run(int argc, char **argv) {
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_PERIODS: periods = optarg; break;
+    case OPT_FUNCTIONS:
+      o.functions = true;
+      o.fn_select = optarg;
+      /* "--functions REGEX -- cmd": a word before a later "--" is the regex. */
+      if (!optarg && optind < argc && argv[optind][0] != '-')
+        for (int i = optind + 1; i < argc; ++i)
+          if (strcmp(argv[i], "--") == 0) {
+            o.fn_select = argv[optind++];
+            break;
+          }
+      break;
+    case OPT_FN_EXCLUDE: o.fn_exclude = optarg; break;
+    case OPT_FN_DEPTH: o.fn_depth = optarg; break;
+    case OPT_FN_MIN_DURATION: o.fn_min_duration = optarg; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -213,6 +292,11 @@ int cmd_run(int argc, char **argv) {
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
+  if (o.fn_select && !*o.fn_select)
+    o.fn_select = NULL;
+  /* Checked (and its environment set) before anything is created. */
+  if ((rc = run_functions(&o)) != 0)
+    return rc;
 
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)

@@ -1,0 +1,460 @@
+/* xptrace function hooks — libxptrace_functions.so, preloaded by
+ * `xptrace run --functions [REGEX]` (see docs/functions.md).
+ *
+ * Function entries and exits become XPTI function_begin/function_end
+ * notifications on the stream "xptrace.functions".  Three ways in:
+ * compiler hooks (__cyg_profile_func_enter/exit, -finstrument-functions),
+ * patched nops (-pg -mfentry -mnop-mcount, -fpatchable-function-entry)
+ * and patched entries of unmodified code (fn_patch.c).
+ *
+ * Hot path: one initial-exec TLS load, a lock-free look-up of the
+ * function's address (compiler hooks only; patched entries carry their
+ * function), a push on the thread's shadow stack and one notification.
+ * A function's name is resolved, and its XPTI event made, the first time
+ * its address is seen.  The shadow stack keeps nesting right when calls
+ * do not return (longjmp, exceptions, exit, cancellation): a frame is
+ * known by its stack address, and a frame found at or above a newer one
+ * is gone and ended. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xptrace/xptrace_protocol.h>
+
+#include "fn_internal.h"
+#include "xpt_msg.h"
+
+#define FN_API __attribute__((visibility("default")))
+
+fn_settings_t fn_cfg;
+atomic_bool fn_live;
+
+static uint8_t fn_stream = XPTI_INVALID_STREAM_ID;
+static uint16_t fn_timed_type; /* --min-duration: the xptrace timed slice */
+static pthread_key_t fn_key;
+
+static __thread fn_thread_t *fn_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- functions by address -------------------------------------------------- */
+
+#define FN_MAP_BITS 16
+#define FN_MAP_SIZE (1u << FN_MAP_BITS)
+static fn_func_t fn_map[FN_MAP_SIZE];
+static pthread_mutex_t fn_map_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool fn_map_full_said;
+
+static inline uint32_t fn_hash(uintptr_t addr) {
+  return (uint32_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> (64 - FN_MAP_BITS));
+}
+
+/* The slot of addr, or the free slot where it would go (NULL: full). */
+static inline fn_func_t *fn_map_probe(uintptr_t addr) {
+  uint32_t i = fn_hash(addr);
+  for (uint32_t n = 0; n < FN_MAP_SIZE; ++n, i = (i + 1) & (FN_MAP_SIZE - 1)) {
+    uintptr_t k = atomic_load_explicit(&fn_map[i].addr, memory_order_acquire);
+    if (k == addr || k == 0)
+      return &fn_map[i];
+  }
+  return NULL;
+}
+
+static xpti_trace_event_data_t *fn_make_event(const char *name, const char *module,
+                                              uintptr_t offset, uintptr_t addr) {
+  /* The trace point key is (file, name, line, column): the module and the
+   * offset in it keep two static functions of one name apart. */
+  xpti_payload_t p = xpti_payload_make(name, module, 0, (uint32_t)offset, (const void *)addr);
+  uint64_t instance;
+  return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
+}
+
+/* Insert under fn_map_lock; name NULL: resolve it. */
+static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
+  fn_func_t *f = fn_map_probe(addr);
+  if (!f) {
+    if (!atomic_exchange(&fn_map_full_said, true))
+      xpt_msg("xpti: functions: more than %u functions seen; the others are not traced",
+              FN_MAP_SIZE - 1);
+    return NULL;
+  }
+  if (atomic_load_explicit(&f->addr, memory_order_relaxed) == addr)
+    return f;
+  char raw[512], shown[1024];
+  const char *module = NULL;
+  uintptr_t offset = 0;
+  const char *name = known;
+  if (!name) {
+    if (fn_name_of(addr, raw, sizeof raw, &module, &offset))
+      name = fn_demangle(raw, shown, sizeof shown);
+    else {
+      snprintf(shown, sizeof shown, "0x%lx", (unsigned long)addr);
+      name = shown;
+    }
+  } else {
+    Dl_info info;
+    if (dladdr((void *)addr, &info) && info.dli_fname) {
+      module = info.dli_fname;
+      offset = addr - (uintptr_t)info.dli_fbase;
+    }
+  }
+  f->event = fn_selected(name) ? fn_make_event(name, module, offset, addr) : NULL;
+  atomic_store_explicit(&f->addr, addr, memory_order_release);
+  return f;
+}
+
+fn_func_t *fn_func_get(uintptr_t addr) {
+  fn_func_t *f = fn_map_probe(addr);
+  if (f && atomic_load_explicit(&f->addr, memory_order_acquire) == addr)
+    return f;
+  pthread_mutex_lock(&fn_map_lock);
+  f = fn_map_insert_locked(addr, NULL);
+  pthread_mutex_unlock(&fn_map_lock);
+  return f;
+}
+
+fn_func_t *fn_func_add(uintptr_t addr, const char *name) {
+  pthread_mutex_lock(&fn_map_lock);
+  fn_func_t *f = fn_map_insert_locked(addr, name);
+  pthread_mutex_unlock(&fn_map_lock);
+  return f;
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+
+static uint64_t fn_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fn_end_frame(fn_frame_t *fr, uint64_t now);
+
+static void fn_thread_end_all(fn_thread_t *t) {
+  uint64_t now = fn_cfg.min_duration ? fn_now() : 0;
+  while (t->depth > 0)
+    fn_end_frame(&t->frames[--t->depth], now);
+  t->recorded = 0;
+  t->overflow = 0;
+}
+
+/* A thread ends (return, pthread_exit, cancellation): what it left open
+ * ends now. */
+static void fn_thread_gone(void *arg) {
+  fn_thread_t *t = arg;
+  ++t->busy;
+  fn_thread_end_all(t);
+  fn_tls = NULL;
+  munmap(t, sizeof *t);
+}
+
+static fn_thread_t *fn_thread_new(void) {
+  /* mmap: pages are touched only as deep as the calls go. */
+  void *p = mmap(NULL, sizeof(fn_thread_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  fn_thread_t *t = p;
+  fn_tls = t;
+  pthread_setspecific(fn_key, t);
+  return t;
+}
+
+static inline fn_thread_t *fn_thread(void) {
+  fn_thread_t *t = fn_tls;
+  if (__builtin_expect(t != NULL, 1))
+    return t;
+  if (!atomic_load_explicit(&fn_live, memory_order_relaxed))
+    return NULL;
+  return fn_thread_new();
+}
+
+/* ---- begin and end ------------------------------------------------------------- */
+
+static void fn_end_frame(fn_frame_t *fr, uint64_t now) {
+  if (!fr->recorded)
+    return;
+  xpti_trace_event_data_t *ev = fr->fn->event;
+  if (!fn_cfg.min_duration) {
+    xptiNotifySubscribers(fn_stream, XPTI_TRACE_FUNCTION_END, NULL, ev, 0, NULL);
+    return;
+  }
+  if (now - fr->t0 < fn_cfg.min_duration)
+    return;
+  uint64_t tid = (uint64_t)syscall(SYS_gettid);
+  char track[48];
+  snprintf(track, sizeof track, "functions >= min-duration, thread %llu",
+           (unsigned long long)tid);
+  xptrace_timed_slice_t s = {fr->t0, now, (1ull << 40) | tid, track, NULL};
+  xptiNotifySubscribers(fn_stream, fn_timed_type, NULL, ev, 0, &s);
+}
+
+/* Frames at or above sp (>= when a new call enters, > when one exits) are
+ * gone: a longjmp or an unwind went past them. */
+static inline void fn_pop_dead(fn_thread_t *t, uintptr_t sp, bool inclusive) {
+  if (__builtin_expect(t->depth == 0, 0))
+    return;
+  fn_frame_t *top = &t->frames[t->depth - 1];
+  if (__builtin_expect(inclusive ? top->sp > sp : top->sp >= sp, 1))
+    return;
+  uint64_t now = fn_cfg.min_duration ? fn_now() : 0;
+  while (t->depth > 0 &&
+         (inclusive ? t->frames[t->depth - 1].sp <= sp : t->frames[t->depth - 1].sp < sp)) {
+    fn_frame_t *fr = &t->frames[--t->depth];
+    t->recorded -= fr->recorded;
+    fn_end_frame(fr, now);
+  }
+  t->overflow = 0;
+}
+
+/* Push a frame for fn; returns it (NULL: not pushed). */
+static inline fn_frame_t *fn_push(fn_thread_t *t, fn_func_t *fn, uintptr_t sp) {
+  if (__builtin_expect(t->depth >= FN_MAX_DEPTH, 0))
+    return NULL;
+  fn_frame_t *fr = &t->frames[t->depth++];
+  fr->sp = sp;
+  fr->fn = fn;
+  fr->ret = 0;
+  fr->recorded = 0;
+  if (t->recorded < fn_cfg.depth) {
+    fr->recorded = 1;
+    ++t->recorded;
+    if (!fn_cfg.min_duration)
+      xptiNotifySubscribers(fn_stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, fn->event, 0, NULL);
+    else
+      fr->t0 = fn_now();
+  }
+  return fr;
+}
+
+static inline void fn_pop(fn_thread_t *t) {
+  fn_frame_t *fr = &t->frames[--t->depth];
+  t->recorded -= fr->recorded;
+  fn_end_frame(fr, fn_cfg.min_duration ? fn_now() : 0);
+}
+
+/* ---- compiler hooks (-finstrument-functions) ----------------------------------- */
+
+void fn_enter_cyg(uintptr_t addr, uintptr_t sp) {
+  fn_thread_t *t = fn_thread();
+  if (!t || t->busy)
+    return;
+  ++t->busy;
+  fn_func_t *f = fn_func_get(addr);
+  if (f && f->event) {
+    fn_pop_dead(t, sp, true);
+    if (!fn_push(t, f, sp))
+      ++t->overflow;
+  }
+  --t->busy;
+}
+
+void fn_exit_cyg(uintptr_t addr, uintptr_t sp) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t->busy)
+    return;
+  ++t->busy;
+  /* Frames below the exiting function's are gone, whichever it is. */
+  fn_pop_dead(t, sp, false);
+  if (__builtin_expect(t->overflow != 0, 0)) {
+    fn_func_t *f = fn_func_get(addr);
+    if (f && f->event)
+      --t->overflow;
+  } else if (t->depth > 0 &&
+             atomic_load_explicit(&t->frames[t->depth - 1].fn->addr, memory_order_relaxed) == addr) {
+    fn_pop(t); /* no look-up: the top frame says which function it is */
+  }
+  --t->busy;
+}
+
+FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
+  (void)call_site;
+  fn_enter_cyg((uintptr_t)this_fn, (uintptr_t)__builtin_frame_address(0) + 16);
+}
+
+FN_API void __cyg_profile_func_exit(void *this_fn, void *call_site) {
+  (void)call_site;
+  fn_exit_cyg((uintptr_t)this_fn, (uintptr_t)__builtin_frame_address(0) + 16);
+}
+
+/* ---- patched entries (fn_tramp.S calls these) ---------------------------------- */
+
+void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
+  fn_thread_t *t = fn_thread();
+  if (!t || t->busy || !atomic_load_explicit(&fn_live, memory_order_relaxed))
+    return;
+  ++t->busy;
+  /* A tail call from a traced function reuses its slot: the real return
+   * address is the one kept for it. */
+  uintptr_t ret = *slot;
+  if (ret == (uintptr_t)fn_tramp_exit && t->depth > 0 &&
+      t->frames[t->depth - 1].sp == (uintptr_t)slot && t->frames[t->depth - 1].ret)
+    ret = t->frames[t->depth - 1].ret;
+  fn_pop_dead(t, (uintptr_t)slot, true);
+  fn_frame_t *fr = fn_push(t, fn, (uintptr_t)slot);
+  if (fr) {
+    /* The return comes through fn_tramp_exit, which asks for it back. */
+    fr->ret = ret;
+    *slot = (uintptr_t)fn_tramp_exit;
+    t->hijacked = true;
+  }
+  --t->busy;
+}
+
+uintptr_t fn_exit_patched(uintptr_t *slot) {
+  fn_thread_t *t = fn_tls;
+  ++t->busy;
+  fn_pop_dead(t, (uintptr_t)slot, false);
+  if (t->depth == 0 || t->frames[t->depth - 1].sp != (uintptr_t)slot) {
+    /* Cannot happen unless the program moved its own return address. */
+    xpt_msg("xpti: functions: a patched function returned to an unknown frame; aborting");
+    abort();
+  }
+  uintptr_t ret = t->frames[t->depth - 1].ret;
+  fn_pop(t);
+  --t->busy;
+  return ret;
+}
+
+void fn_unwind_begin(void) {
+  fn_thread_t *t = fn_tls;
+  if (!t || !t->hijacked)
+    return;
+  for (uint32_t i = 0; i < t->depth; ++i)
+    if (t->frames[i].ret)
+      *(uintptr_t *)t->frames[i].sp = t->frames[i].ret;
+  t->hijacked = false;
+}
+
+void fn_unwind_caught(uintptr_t sp) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t->busy)
+    return;
+  ++t->busy;
+  fn_pop_dead(t, sp, false);
+  for (uint32_t i = 0; i < t->depth; ++i)
+    if (t->frames[i].ret) {
+      *(uintptr_t *)t->frames[i].sp = (uintptr_t)fn_tramp_exit;
+      t->hijacked = true;
+    }
+  --t->busy;
+}
+
+/* ---- exceptions through hijacked frames ----------------------------------------- */
+
+/* The unwinder finds a frame's caller by its return address: ours has no
+ * unwind information, so the real ones go back first.  Declared with
+ * opaque types: only the pointer is passed on. */
+typedef int (*fn_raise_t)(void *);
+typedef int (*fn_forced_t)(void *, void *, void *);
+typedef void *(*fn_catch_t)(void *);
+
+#define FN_NEXT(type, name)                                                                  \
+  static _Atomic(type) next_fn;                                                              \
+  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
+  if (!next) {                                                                               \
+    next = (type)dlsym(RTLD_NEXT, name);                                                     \
+    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
+  }
+
+FN_API int _Unwind_RaiseException(void *exc) {
+  FN_NEXT(fn_raise_t, "_Unwind_RaiseException");
+  fn_unwind_begin();
+  return next ? next(exc) : 5 /* _URC_END_OF_STACK */;
+}
+
+FN_API int _Unwind_Resume_or_Rethrow(void *exc) {
+  FN_NEXT(fn_raise_t, "_Unwind_Resume_or_Rethrow");
+  fn_unwind_begin();
+  return next ? next(exc) : 5;
+}
+
+FN_API int _Unwind_ForcedUnwind(void *exc, void *stop, void *arg) {
+  FN_NEXT(fn_forced_t, "_Unwind_ForcedUnwind");
+  fn_unwind_begin();
+  return next ? next(exc, stop, arg) : 5;
+}
+
+FN_API void *__cxa_begin_catch(void *exc) {
+  FN_NEXT(fn_catch_t, "__cxa_begin_catch");
+  fn_unwind_caught((uintptr_t)__builtin_frame_address(0) + 16);
+  return next ? next(exc) : NULL;
+}
+
+/* ---- start and end ------------------------------------------------------------- */
+
+static void fn_settings_read(void) {
+  fn_cfg.depth = FN_MAX_DEPTH;
+  const char *text = getenv("XPTRACE_FUNCTIONS");
+  if (text && *text) {
+    if (fn_regex_compile(text, &fn_cfg.select)) {
+      fn_cfg.has_select = true;
+      fn_cfg.select_text = text;
+    } else {
+      xpt_msg("xpti: functions: XPTRACE_FUNCTIONS='%s' is not a regular expression; "
+              "tracing no function", text);
+      fn_cfg.select_text = text;
+      fn_cfg.has_select = fn_regex_compile("$^", &fn_cfg.select);
+    }
+  }
+  text = getenv("XPTRACE_FUNCTIONS_EXCLUDE");
+  if (text && *text) {
+    if (fn_regex_compile(text, &fn_cfg.exclude))
+      fn_cfg.has_exclude = true;
+    else
+      xpt_msg("xpti: functions: XPTRACE_FUNCTIONS_EXCLUDE='%s' is not a regular expression; "
+              "ignored", text);
+  }
+  text = getenv("XPTRACE_FUNCTIONS_DEPTH");
+  if (text && *text && !fn_parse_depth(text, &fn_cfg.depth))
+    xpt_msg("xpti: functions: XPTRACE_FUNCTIONS_DEPTH='%s' is not a depth from 1 to %u; "
+            "using %u", text, FN_MAX_DEPTH, FN_MAX_DEPTH);
+  text = getenv("XPTRACE_FUNCTIONS_MIN_DURATION");
+  if (text && *text && !fn_parse_duration(text, &fn_cfg.min_duration))
+    xpt_msg("xpti: functions: XPTRACE_FUNCTIONS_MIN_DURATION='%s' is not a duration "
+            "(e.g. 10us, 1ms); recording every call", text);
+}
+
+/* exit() from deep inside: the calls still open on this thread end here,
+ * before the collectors finish (they do in library destructors, after
+ * every atexit handler). */
+static void fn_at_exit(void) {
+  fn_thread_t *t = fn_tls;
+  if (!t)
+    return;
+  ++t->busy;
+  fn_unwind_begin();
+  fn_thread_end_all(t);
+  --t->busy;
+}
+
+__attribute__((constructor(200))) static void fn_start(void) {
+  fn_settings_read();
+  if (pthread_key_create(&fn_key, fn_thread_gone) != 0)
+    return;
+  if (xptiInitialize("xptrace.functions", 1, 0, "1.0") == XPTI_RESULT_FAIL)
+    return; /* no dispatcher: nothing can listen */
+  fn_stream = xptiRegisterStream("xptrace.functions");
+  if (fn_stream == XPTI_INVALID_STREAM_ID)
+    return;
+  if (fn_cfg.min_duration) {
+    fn_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+    if (!fn_timed_type) {
+      xpt_msg("xpti: functions: no timed slice type from the dispatcher; --min-duration off");
+      fn_cfg.min_duration = 0;
+    }
+  }
+  atexit(fn_at_exit);
+  atomic_store(&fn_live, true);
+  if (!fn_program_has_cyg_hooks())
+    fn_patch_program();
+}
+
+__attribute__((destructor)) static void fn_stop(void) {
+  atomic_store(&fn_live, false);
+  fn_unpatch_program();
+}

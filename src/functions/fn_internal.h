@@ -1,0 +1,89 @@
+/* xptrace function hooks — state shared by the parts of
+ * libxptrace_functions.so (all hidden). */
+#ifndef XPTRACE_FN_INTERNAL_H
+#define XPTRACE_FN_INTERNAL_H
+
+#include <regex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <xpti/xpti_trace_framework.h>
+
+#include "fn_config.h"
+
+#define FN_HIDDEN __attribute__((visibility("hidden")))
+
+/* One function address: created the first time it is seen (or when its
+ * entry is patched), never freed.  event NULL: not traced. */
+typedef struct fn_func {
+  _Atomic uintptr_t addr; /* 0: free slot; published last */
+  xpti_trace_event_data_t *event;
+} fn_func_t;
+
+/* One open call on a thread's shadow stack.  sp identifies the frame:
+ * the caller's stack pointer at the hook (compiler hooks) or the address
+ * of the return-address slot (patched entries); a frame entered later
+ * below it is deeper, one at or above it means this one is gone. */
+typedef struct fn_frame {
+  uintptr_t sp;
+  fn_func_t *fn;
+  uintptr_t ret;    /* patched entries: the hijacked return address (0: none) */
+  uint64_t t0 : 63; /* --min-duration: start, CLOCK_MONOTONIC ns */
+  uint64_t recorded : 1;
+} fn_frame_t;
+
+typedef struct fn_thread {
+  uint32_t depth;    /* frames on the stack */
+  uint32_t overflow; /* compiler-hook calls beyond FN_MAX_DEPTH, not pushed */
+  uint32_t recorded; /* recorded frames on the stack (for --depth) */
+  int busy;          /* in a hook: a nested hook (signal handler) records nothing */
+  bool hijacked;     /* some frame's return address is ours */
+  fn_frame_t frames[FN_MAX_DEPTH];
+} fn_thread_t;
+
+typedef struct fn_settings {
+  const char *select_text; /* NULL: every function (compiler hooks, nop entries) */
+  regex_t select, exclude;
+  bool has_select, has_exclude;
+  unsigned depth;          /* recorded nesting limit */
+  uint64_t min_duration;   /* ns; 0: begin/end notifications */
+} fn_settings_t;
+
+FN_HIDDEN extern fn_settings_t fn_cfg;
+FN_HIDDEN extern atomic_bool fn_live; /* tracing on (XPTI stream ready, not stopped) */
+
+/* fn_core.c */
+FN_HIDDEN fn_func_t *fn_func_get(uintptr_t addr);                  /* resolves on first sight */
+FN_HIDDEN fn_func_t *fn_func_add(uintptr_t addr, const char *name); /* patching: name known */
+FN_HIDDEN void fn_enter_cyg(uintptr_t fn_addr, uintptr_t sp);
+FN_HIDDEN void fn_exit_cyg(uintptr_t fn_addr, uintptr_t sp);
+/* Patched entries (fn_tramp.S): slot holds the caller's return address. */
+FN_HIDDEN void fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
+FN_HIDDEN uintptr_t fn_exit_patched(uintptr_t *slot);
+/* Before an exception or forced unwind passes through hijacked frames,
+ * give them their return addresses back; after a catch, take the live
+ * ones again. */
+FN_HIDDEN void fn_unwind_begin(void);
+FN_HIDDEN void fn_unwind_caught(uintptr_t sp);
+
+/* fn_names.c: the name of the function at addr ("" when unknown) and the
+ * module it lies in, its offset there; bool whether one was found. */
+FN_HIDDEN bool fn_name_of(uintptr_t addr, char *name, size_t len, const char **module,
+                          uintptr_t *offset);
+FN_HIDDEN bool fn_selected(const char *name);
+/* Demangle into buf when name is a C++ one; returns name or buf. */
+FN_HIDDEN const char *fn_demangle(const char *name, char *buf, size_t len);
+
+/* fn_patch.c: patch the selected functions of the main program (before
+ * main); unpatch at the end.  Returns the number patched. */
+FN_HIDDEN unsigned fn_patch_program(void);
+FN_HIDDEN void fn_unpatch_program(void);
+FN_HIDDEN bool fn_program_has_cyg_hooks(void);
+
+/* fn_tramp.S */
+FN_HIDDEN void fn_tramp_enter(void);
+FN_HIDDEN void fn_tramp_exit(void);
+
+#endif /* XPTRACE_FN_INTERNAL_H */

@@ -1,0 +1,465 @@
+/* xptrace function hooks — patching the main program's function entries.
+ *
+ * Runs from the library's constructor, before main: no thread of the
+ * program exists yet, so no thread can execute bytes being rewritten.
+ * The functions are the program's own (its symbol table, executable
+ * sections other than .init/.fini/.plt): never ours nor the C library's.
+ *
+ *  - a 5-byte nop at the entry (-pg -mfentry -mnop-mcount,
+ *    -fpatchable-function-entry=5) becomes `jmp stub`; the stub calls
+ *    fn_tramp_enter and jumps back after the nop.  Unselected functions
+ *    keep their nop.
+ *  - otherwise, when a regex selects it (unmodified code), the first
+ *    instructions (5 bytes or more) move into the stub, relocated
+ *    (capstone decodes them), and the entry becomes `jmp stub`; the stub
+ *    calls fn_tramp_enter, runs the moved instructions and jumps back.
+ *    Relative jumps and calls among them become absolute ones (a call
+ *    still returns into the function: exceptions unwind through it).  Refused,
+ *    with one line each: too short, a loop/jrcxz among the moved
+ *    instructions, a branch of the function into the moved bytes, a
+ *    RIP-relative operand out of reach.
+ * Stubs live within 2 GiB of the program (rel32 reach). */
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fn_internal.h"
+#include "xpt_msg.h"
+
+#define FN_STUB_SIZE 128
+#define FN_STUB_DATA 112 /* .quad fn_tramp_enter; .quad fn */
+#define FN_PATCH_LEN 5
+
+typedef struct fn_site {
+  uintptr_t at;                 /* the patched bytes */
+  uint8_t saved[FN_PATCH_LEN];  /* what they were */
+} fn_site_t;
+
+static struct {
+  fn_site_t *sites;
+  size_t nsites, cap;
+  uint8_t *stubs;
+  size_t stub_used, stub_cap;
+  uintptr_t lo, hi; /* the program's mapped range */
+  uintptr_t bias;
+  csh cs;
+  bool cs_open;
+} fp;
+
+static int fn_main_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  (void)ctx;
+  fp.bias = info->dlpi_addr;
+  fp.lo = UINTPTR_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD)
+      continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+    if (a < fp.lo)
+      fp.lo = a;
+    if (b > fp.hi)
+      fp.hi = b;
+  }
+  return 1; /* the first object is the program */
+}
+
+/* Stubs for n functions, mapped within reach of the whole program. */
+static bool fn_stubs_map(size_t n) {
+  size_t len = (n * FN_STUB_SIZE + 0xffff) & ~(size_t)0xffff;
+  for (uintptr_t step = 0; step < (1u << 30); step += 0x100000) {
+    uintptr_t hint = ((fp.hi + 0xfffff) & ~(uintptr_t)0xfffff) + step;
+    void *p = mmap((void *)hint, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+      continue;
+    if ((uintptr_t)p + len - fp.lo < (1ull << 31) - 1) {
+      fp.stubs = p;
+      fp.stub_cap = len;
+      return true;
+    }
+    munmap(p, len);
+  }
+  return false;
+}
+
+static bool fn_near(uintptr_t from, uintptr_t to) {
+  int64_t d = (int64_t)to - (int64_t)from;
+  return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+static void put_rel32(uint8_t *p, uintptr_t next, uintptr_t target) {
+  int32_t rel = (int32_t)((int64_t)target - (int64_t)next);
+  memcpy(p, &rel, 4);
+}
+
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static bool fn_site_add(uintptr_t at) {
+  if (fp.nsites == fp.cap) {
+    size_t cap = fp.cap ? 2 * fp.cap : 256;
+    fn_site_t *s = realloc(fp.sites, cap * sizeof *s);
+    if (!s)
+      return false;
+    fp.sites = s;
+    fp.cap = cap;
+  }
+  fn_site_t *s = &fp.sites[fp.nsites++];
+  s->at = at;
+  memcpy(s->saved, (const void *)at, FN_PATCH_LEN);
+  return true;
+}
+
+/* Write bytes into the program's text (made writable for the moment). */
+static bool fn_text_write(uintptr_t at, const uint8_t *bytes, size_t n) {
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t start = at & ~(uintptr_t)(page - 1);
+  size_t len = ((at + n + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1)) - start;
+  if (mprotect((void *)start, len, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+    return false;
+  memcpy((void *)at, bytes, n);
+  mprotect((void *)start, len, PROT_READ | PROT_EXEC);
+  __builtin___clear_cache((char *)at, (char *)at + n);
+  return true;
+}
+
+static bool fn_is_nop5(const uint8_t *p) {
+  static const uint8_t ones[5] = {0x90, 0x90, 0x90, 0x90, 0x90};
+  return (p[0] == 0x0f && p[1] == 0x1f && p[2] == 0x44 && p[3] == 0x00) ||
+         memcmp(p, ones, 5) == 0;
+}
+
+static bool fn_is_endbr64(const uint8_t *p) {
+  return p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa;
+}
+
+/* A stub (FN_STUB_SIZE bytes): call *[rip -> +112]; the moved instructions;
+ * jmp *[rip]; .quad back; ... +112: .quad fn_tramp_enter; +120: .quad fn.
+ * fn_tramp_enter finds fn from its return address (stub + 6): no
+ * register is used, as gcc's -fipa-ra may keep values in any
+ * call-clobbered register across a call to a function it knows. */
+static uint8_t *fn_stub_begin(fn_func_t *fn) {
+  uint8_t *stub = fp.stubs + fp.stub_used;
+  stub[0] = 0xff, stub[1] = 0x15;
+  put_rel32(stub + 2, (uintptr_t)stub + 6, (uintptr_t)stub + FN_STUB_DATA);
+  put_u64(stub + FN_STUB_DATA, (uint64_t)(uintptr_t)fn_tramp_enter);
+  put_u64(stub + FN_STUB_DATA + 8, (uint64_t)(uintptr_t)fn);
+  return stub + 6;
+}
+
+static void fn_stub_end(uint8_t *p, uintptr_t back) {
+  static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
+  memcpy(p, jmp_abs, 6);
+  put_u64(p + 6, (uint64_t)back);
+}
+
+/* The entry becomes `jmp stub` (what follows in the moved bytes is never
+ * reached: nothing branches there). */
+static bool fn_stub_install(uintptr_t at) {
+  uint8_t *stub = fp.stubs + fp.stub_used;
+  uint8_t jmp[FN_PATCH_LEN] = {0xe9};
+  put_rel32(jmp + 1, at + 5, (uintptr_t)stub);
+  if (!fn_site_add(at) || !fn_text_write(at, jmp, FN_PATCH_LEN))
+    return false;
+  fp.stub_used += FN_STUB_SIZE;
+  return true;
+}
+
+/* A nop entry: nothing to move. */
+static bool fn_patch_nop(uintptr_t at, fn_func_t *fn) {
+  if (!fn_near(at + 5, (uintptr_t)(fp.stubs + fp.stub_used)))
+    return false;
+  fn_stub_end(fn_stub_begin(fn), at + FN_PATCH_LEN);
+  return fn_stub_install(at);
+}
+
+/* A relative jmp, jcc or call moved into the stub becomes its absolute
+ * form (at most 16 bytes); false: not one of those. */
+static bool fn_relocate_branch(const cs_insn *in, uint8_t **pp) {
+  const cs_x86 *x = &in->detail->x86;
+  if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+    return false;
+  uint64_t target = (uint64_t)x->operands[0].imm;
+  const uint8_t *b = in->bytes;
+  uint8_t *p = *pp;
+  static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
+  int cond = -1;
+  if (b[0] >= 0x70 && b[0] <= 0x7f)
+    cond = b[0] & 0xf;
+  else if (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f)
+    cond = b[1] & 0xf;
+  if (in->id == X86_INS_CALL && b[0] == 0xe8) {
+    /* The callee must return into the function itself (the unwinder knows
+     * no stub): push the original return address, which lies past the
+     * patched bytes (a call ending inside them is refused), and jump. */
+    uint64_t ret = in->address + in->size;
+    static const uint8_t lea[5] = {0x48, 0x8d, 0x64, 0x24, 0xf8}; /* lea -8(%rsp),%rsp */
+    memcpy(p, lea, 5);
+    p[5] = 0xc7, p[6] = 0x04, p[7] = 0x24; /* movl $lo, (%rsp) */
+    uint32_t lo = (uint32_t)ret, hi = (uint32_t)(ret >> 32);
+    memcpy(p + 8, &lo, 4);
+    p[12] = 0xc7, p[13] = 0x44, p[14] = 0x24, p[15] = 0x04; /* movl $hi, 4(%rsp) */
+    memcpy(p + 16, &hi, 4);
+    memcpy(p + 20, jmp_abs, 6);
+    put_u64(p + 26, target);
+    *pp = p + 34;
+    return true;
+  }
+  if (in->id == X86_INS_JMP && (b[0] == 0xe9 || b[0] == 0xeb)) {
+    memcpy(p, jmp_abs, 6);
+    put_u64(p + 6, target);
+    *pp = p + 14;
+    return true;
+  }
+  if (cond >= 0) {
+    p[0] = (uint8_t)(0x70 | (cond ^ 1)); /* the opposite condition skips the jump */
+    p[1] = 14;
+    memcpy(p + 2, jmp_abs, 6);
+    put_u64(p + 8, target);
+    *pp = p + 16;
+    return true;
+  }
+  return false;
+}
+
+/* Unmodified entry: move the first instructions into the stub. */
+static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintptr_t at,
+                           fn_func_t *fn) {
+  uintptr_t end = func + size;
+  if (end - at < FN_PATCH_LEN) {
+    xpt_msg("xpti: functions: cannot patch %s: too short (%zu bytes)", name, size);
+    return false;
+  }
+  cs_insn *insn = NULL;
+  size_t count = cs_disasm(fp.cs, (const uint8_t *)at, end - at, at, 0, &insn);
+  size_t moved = 0, nmoved = 0;
+  while (nmoved < count && moved < FN_PATCH_LEN)
+    moved += insn[nmoved++].size;
+  const char *why = NULL;
+  if (moved < FN_PATCH_LEN)
+    why = "its first instructions do not decode";
+  for (size_t i = 0; !why && i < count; ++i) {
+    const cs_insn *in = &insn[i];
+    const cs_x86 *x = &in->detail->x86;
+    bool branch = false;
+    for (uint8_t g = 0; g < in->detail->groups_count; ++g)
+      if (in->detail->groups[g] == X86_GRP_JUMP || in->detail->groups[g] == X86_GRP_CALL ||
+          in->detail->groups[g] == X86_GRP_BRANCH_RELATIVE)
+        branch = true;
+    if (branch && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+      uintptr_t target = (uintptr_t)x->operands[0].imm;
+      if (i < nmoved && in->id == X86_INS_CALL && in->address + in->size < at + FN_PATCH_LEN)
+        why = "a call returning into its first 5 bytes";
+      else if (i < nmoved && (in->id == X86_INS_LOOP || in->id == X86_INS_LOOPE ||
+                         in->id == X86_INS_LOOPNE || in->id == X86_INS_JRCXZ ||
+                         in->id == X86_INS_JECXZ))
+        why = "a loop branch in its first 5 bytes";
+      else if (target > at && target < at + moved)
+        why = "a branch into its first 5 bytes";
+    }
+  }
+  uint8_t *stub = fp.stubs + fp.stub_used;
+  uint8_t *p = stub + 6;
+  for (size_t i = 0; !why && i < nmoved; ++i) {
+    const cs_insn *in = &insn[i];
+    const cs_x86 *x = &in->detail->x86;
+    if (fn_relocate_branch(in, &p))
+      continue;
+    memcpy(p, in->bytes, in->size);
+    bool rip = false;
+    for (uint8_t k = 0; k < x->op_count; ++k)
+      if (x->operands[k].type == X86_OP_MEM && x->operands[k].mem.base == X86_REG_RIP)
+        rip = true;
+    if (rip) {
+      uint8_t off = x->encoding.disp_offset;
+      uintptr_t target = (uintptr_t)(in->address + in->size + x->disp);
+      uintptr_t next = (uintptr_t)p + in->size;
+      if (!off || x->encoding.disp_size != 4 || !fn_near(next, target))
+        why = "a RIP-relative form not handled";
+      else
+        put_rel32(p + off, next, target);
+    }
+    p += in->size;
+  }
+  if (!why && !fn_near(at + 5, (uintptr_t)stub))
+    why = "no room for its stub within 2 GiB";
+  if (why) {
+    xpt_msg("xpti: functions: cannot patch %s: %s", name, why);
+    cs_free(insn, count);
+    return false;
+  }
+  cs_free(insn, count);
+  fn_stub_end(p, at + moved);
+  fn_stub_begin(fn);
+  return fn_stub_install(at);
+}
+
+/* The program's ELF file, its symbol table (or the dynamic one). */
+typedef struct fn_elf {
+  int fd;
+  Elf *elf;
+  Elf_Scn *symtab;
+  GElf_Shdr symhdr;
+} fn_elf_t;
+
+static bool fn_elf_open(fn_elf_t *e) {
+  elf_version(EV_CURRENT);
+  e->fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (e->fd < 0)
+    return false;
+  e->elf = elf_begin(e->fd, ELF_C_READ, NULL);
+  e->symtab = NULL;
+  Elf_Scn *dyn = NULL;
+  GElf_Shdr dynhdr;
+  for (Elf_Scn *s = NULL; e->elf && (s = elf_nextscn(e->elf, s));) {
+    GElf_Shdr h;
+    if (!gelf_getshdr(s, &h))
+      continue;
+    if (h.sh_type == SHT_SYMTAB)
+      e->symtab = s, e->symhdr = h;
+    else if (h.sh_type == SHT_DYNSYM)
+      dyn = s, dynhdr = h;
+  }
+  if (!e->symtab && dyn)
+    e->symtab = dyn, e->symhdr = dynhdr;
+  return e->symtab != NULL;
+}
+
+static void fn_elf_close(fn_elf_t *e) {
+  if (e->elf)
+    elf_end(e->elf);
+  if (e->fd >= 0)
+    close(e->fd);
+}
+
+bool fn_program_has_cyg_hooks(void) {
+  fn_elf_t e = {-1, NULL, NULL, {0}};
+  bool found = false;
+  if (fn_elf_open(&e)) {
+    Elf_Data *d = elf_getdata(e.symtab, NULL);
+    size_t n = e.symhdr.sh_entsize ? e.symhdr.sh_size / e.symhdr.sh_entsize : 0;
+    for (size_t i = 0; d && i < n && !found; ++i) {
+      GElf_Sym sym;
+      const char *name;
+      if (gelf_getsym(d, (int)i, &sym) && (name = elf_strptr(e.elf, e.symhdr.sh_link, sym.st_name)))
+        found = strncmp(name, "__cyg_profile_func_enter", 24) == 0 &&
+                (name[24] == '\0' || name[24] == '@'); /* "@GLIBC_2.2.5" in .symtab */
+    }
+  }
+  fn_elf_close(&e);
+  return found;
+}
+
+/* Functions to patch: the program's own code sections only. */
+static bool fn_section_ok(Elf *elf, size_t shstrndx, size_t index) {
+  Elf_Scn *s = elf_getscn(elf, index);
+  GElf_Shdr h;
+  if (!s || !gelf_getshdr(s, &h) || !(h.sh_flags & SHF_EXECINSTR))
+    return false;
+  const char *name = elf_strptr(elf, shstrndx, h.sh_name);
+  return name && strncmp(name, ".init", 5) != 0 && strncmp(name, ".fini", 5) != 0 &&
+         strncmp(name, ".plt", 4) != 0;
+}
+
+static bool fn_crt_name(const char *name) {
+  static const char *const crt[] = {"_start", "_init", "_fini", "frame_dummy",
+                                    "register_tm_clones", "deregister_tm_clones",
+                                    "__do_global_dtors_aux", "__libc_csu_init",
+                                    "__libc_csu_fini", "_dl_relocate_static_pie"};
+  for (size_t i = 0; i < sizeof crt / sizeof crt[0]; ++i)
+    if (strcmp(name, crt[i]) == 0)
+      return true;
+  return false;
+}
+
+unsigned fn_patch_program(void) {
+  dl_iterate_phdr(fn_main_phdr, NULL);
+  fn_elf_t e = {-1, NULL, NULL, {0}};
+  unsigned patched = 0, refused = 0;
+  size_t shstrndx;
+  if (!fn_elf_open(&e) || elf_getshdrstrndx(e.elf, &shstrndx) != 0) {
+    fn_elf_close(&e);
+    return 0;
+  }
+  Elf_Data *d = elf_getdata(e.symtab, NULL);
+  size_t n = e.symhdr.sh_entsize ? e.symhdr.sh_size / e.symhdr.sh_entsize : 0;
+  if (!d || !fn_stubs_map(n ? n : 1)) {
+    xpt_msg("xpti: functions: no room for stubs near the program; nothing patched");
+    fn_elf_close(&e);
+    return 0;
+  }
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
+    cs_option(fp.cs, CS_OPT_DETAIL, CS_OPT_ON);
+    fp.cs_open = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Sym sym;
+    const char *raw;
+    if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+        sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || sym.st_size == 0 ||
+        !(raw = elf_strptr(e.elf, e.symhdr.sh_link, sym.st_name)) || fn_crt_name(raw) ||
+        !fn_section_ok(e.elf, shstrndx, sym.st_shndx))
+      continue;
+    uintptr_t func = fp.bias + (uintptr_t)sym.st_value;
+    if (func < fp.lo || func + sym.st_size > fp.hi)
+      continue;
+    char shown[1024];
+    const char *name = fn_demangle(raw, shown, sizeof shown);
+    if (!fn_selected(name))
+      continue;
+    fn_func_t *f = fn_func_get(func);
+    if (!f || !f->event || fp.stub_used + FN_STUB_SIZE > fp.stub_cap)
+      continue;
+    /* Aliases share an address: patched once. */
+    bool seen = false;
+    for (size_t k = 0; k < fp.nsites && !seen; ++k)
+      seen = fp.sites[k].at >= func && fp.sites[k].at < func + 8;
+    if (seen)
+      continue;
+    uintptr_t at = func;
+    if (sym.st_size >= 4 && fn_is_endbr64((const uint8_t *)at))
+      at += 4;
+    bool ok;
+    if (at + FN_PATCH_LEN <= func + sym.st_size && fn_is_nop5((const uint8_t *)at))
+      ok = fn_patch_nop(at, f);
+    else if (fn_cfg.has_select && fp.cs_open)
+      ok = fn_patch_entry(name, func, sym.st_size, at, f);
+    else
+      continue; /* no nop and no regex asking for it: left alone */
+    ok ? ++patched : ++refused;
+  }
+  if (fp.stubs)
+    mprotect(fp.stubs, fp.stub_cap, PROT_READ | PROT_EXEC);
+  if (patched == 0 && !fn_cfg.has_select)
+    xpt_msg("xpti: functions: the program has no -finstrument-functions hooks and no "
+            "patchable entries; name the functions to patch (--functions REGEX)");
+  fn_elf_close(&e);
+  return patched;
+}
+
+void fn_unpatch_program(void) {
+  /* Only while no other thread can be running the bytes. */
+  if (!fp.nsites)
+    return;
+  int threads = 0;
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Threads: %d", &threads) == 1)
+      break;
+  if (f)
+    fclose(f);
+  if (threads != 1)
+    return;
+  for (size_t i = 0; i < fp.nsites; ++i)
+    fn_text_write(fp.sites[i].at, fp.sites[i].saved, FN_PATCH_LEN);
+  fp.nsites = 0;
+}

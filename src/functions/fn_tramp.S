@@ -1,0 +1,154 @@
+/* xptrace function hooks — trampolines of patched entries (x86-64).
+ *
+ * fn_tramp_enter is called by a function's stub (fn_patch.c): [rsp] =
+ * stub + 6, where the stub goes on (the function's fn_func_t is at
+ * stub + 120), [rsp+8] = the caller's return address (its slot).
+ *
+ * fn_tramp_exit is where a traced function returns to (fn_enter_patched
+ * put its address in the slot): it asks fn_exit_patched for the real
+ * return address, puts it back in the slot and returns there.
+ *
+ * Both keep every call-clobbered register (gcc's -fipa-ra may keep values
+ * in any of them across a call to a function it knows) and realign the
+ * stack before calling C (-fipa-stack-alignment may not align it). */
+	.text
+	.globl fn_tramp_enter
+	.hidden fn_tramp_enter
+	.type fn_tramp_enter, @function
+fn_tramp_enter:
+	.cfi_startproc
+	push %rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	mov %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	sub $256, %rsp
+	and $-16, %rsp
+	movdqa %xmm0, 0(%rsp)
+	movdqa %xmm1, 16(%rsp)
+	movdqa %xmm2, 32(%rsp)
+	movdqa %xmm3, 48(%rsp)
+	movdqa %xmm4, 64(%rsp)
+	movdqa %xmm5, 80(%rsp)
+	movdqa %xmm6, 96(%rsp)
+	movdqa %xmm7, 112(%rsp)
+	movdqa %xmm8, 128(%rsp)
+	movdqa %xmm9, 144(%rsp)
+	movdqa %xmm10, 160(%rsp)
+	movdqa %xmm11, 176(%rsp)
+	movdqa %xmm12, 192(%rsp)
+	movdqa %xmm13, 208(%rsp)
+	movdqa %xmm14, 224(%rsp)
+	movdqa %xmm15, 240(%rsp)
+	mov 8(%rbp), %rdi
+	mov 114(%rdi), %rdi
+	lea 16(%rbp), %rsi
+	call fn_enter_patched
+	movdqa 0(%rsp), %xmm0
+	movdqa 16(%rsp), %xmm1
+	movdqa 32(%rsp), %xmm2
+	movdqa 48(%rsp), %xmm3
+	movdqa 64(%rsp), %xmm4
+	movdqa 80(%rsp), %xmm5
+	movdqa 96(%rsp), %xmm6
+	movdqa 112(%rsp), %xmm7
+	movdqa 128(%rsp), %xmm8
+	movdqa 144(%rsp), %xmm9
+	movdqa 160(%rsp), %xmm10
+	movdqa 176(%rsp), %xmm11
+	movdqa 192(%rsp), %xmm12
+	movdqa 208(%rsp), %xmm13
+	movdqa 224(%rsp), %xmm14
+	movdqa 240(%rsp), %xmm15
+	lea -72(%rbp), %rsp
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	pop %rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size fn_tramp_enter, .-fn_tramp_enter
+
+	.globl fn_tramp_exit
+	.hidden fn_tramp_exit
+	.type fn_tramp_exit, @function
+fn_tramp_exit:
+	sub $8, %rsp
+	push %rbp
+	mov %rsp, %rbp
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	sub $256, %rsp
+	and $-16, %rsp
+	movdqa %xmm0, 0(%rsp)
+	movdqa %xmm1, 16(%rsp)
+	movdqa %xmm2, 32(%rsp)
+	movdqa %xmm3, 48(%rsp)
+	movdqa %xmm4, 64(%rsp)
+	movdqa %xmm5, 80(%rsp)
+	movdqa %xmm6, 96(%rsp)
+	movdqa %xmm7, 112(%rsp)
+	movdqa %xmm8, 128(%rsp)
+	movdqa %xmm9, 144(%rsp)
+	movdqa %xmm10, 160(%rsp)
+	movdqa %xmm11, 176(%rsp)
+	movdqa %xmm12, 192(%rsp)
+	movdqa %xmm13, 208(%rsp)
+	movdqa %xmm14, 224(%rsp)
+	movdqa %xmm15, 240(%rsp)
+	lea 8(%rbp), %rdi
+	call fn_exit_patched
+	mov %rax, 8(%rbp)
+	movdqa 0(%rsp), %xmm0
+	movdqa 16(%rsp), %xmm1
+	movdqa 32(%rsp), %xmm2
+	movdqa 48(%rsp), %xmm3
+	movdqa 64(%rsp), %xmm4
+	movdqa 80(%rsp), %xmm5
+	movdqa 96(%rsp), %xmm6
+	movdqa 112(%rsp), %xmm7
+	movdqa 128(%rsp), %xmm8
+	movdqa 144(%rsp), %xmm9
+	movdqa 160(%rsp), %xmm10
+	movdqa 176(%rsp), %xmm11
+	movdqa 192(%rsp), %xmm12
+	movdqa 208(%rsp), %xmm13
+	movdqa 224(%rsp), %xmm14
+	movdqa 240(%rsp), %xmm15
+	lea -72(%rbp), %rsp
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	pop %rbp
+	ret
+	.size fn_tramp_exit, .-fn_tramp_exit
+	.section .note.GNU-stack,"",@progbits

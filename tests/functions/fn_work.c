@@ -1,0 +1,139 @@
+/* Fixture of known shape for the function hooks: every count below is
+ * exact and checked by run_functions.sh.
+ *   fn_work [calls|longjmp|exit|cancel|threads|all]
+ * calls:   leaf x 1000 (from loop_leaf), recurse 5..0 (6 slices),
+ *          via_ptr x 3 through a function pointer, each calling the
+ *          always-inlined inlined_add (seen by compiler hooks only)
+ * longjmp: jumper -> deep1 -> deep2 -> longjmp back into jumper, then
+ *          after_jump: deep1 and deep2 end inside jumper
+ * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
+ * cancel:  a thread in cancel_outer -> cancel_inner is cancelled
+ * threads: 4 threads, each worker -> leaf x 250 */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile unsigned long sink;
+
+NOINLINE void leaf(unsigned long i) { sink += i; __asm__ volatile("" ::: "memory"); }
+
+NOINLINE void loop_leaf(int n) {
+  for (int i = 0; i < n; ++i)
+    leaf((unsigned long)i);
+}
+
+NOINLINE int recurse(int n) {
+  int r = n > 0 ? recurse(n - 1) + 1 : 0;
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+/* Inlined everywhere: only compiler hooks see it (gcc instruments inlined
+ * bodies); patching sees the functions that exist in the binary. */
+static inline __attribute__((always_inline)) void inlined_add(int x) { sink += (unsigned long)x; }
+
+NOINLINE void via_ptr(int x) {
+  inlined_add(x);
+  __asm__ volatile("" ::: "memory");
+}
+void (*volatile fn_pointer)(int) = via_ptr;
+
+static jmp_buf jump_target;
+
+NOINLINE void deep2(void) {
+  sink++;
+  longjmp(jump_target, 1);
+}
+
+NOINLINE void deep1(void) {
+  deep2();
+  sink++; /* not reached */
+}
+
+NOINLINE void after_jump(void) { sink++; __asm__ volatile("" ::: "memory"); }
+
+NOINLINE void jumper(void) {
+  if (setjmp(jump_target) == 0)
+    deep1();
+  after_jump();
+}
+
+NOINLINE void exit_deep2(void) {
+  fflush(stdout);
+  exit(3);
+}
+
+NOINLINE void exit_deep1(void) {
+  exit_deep2();
+  sink++;
+}
+
+static pthread_barrier_t cancel_ready;
+
+NOINLINE void cancel_inner(void) {
+  /* Cancellable only after 2 ms: the call lasts at least that long. */
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+  pthread_barrier_wait(&cancel_ready);
+  usleep(2000);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+  for (;;) {
+    pthread_testcancel();
+    usleep(1000);
+  }
+}
+
+NOINLINE void cancel_outer(void) {
+  cancel_inner();
+  sink++;
+}
+
+static void *cancel_thread(void *arg) {
+  (void)arg;
+  cancel_outer();
+  return NULL;
+}
+
+NOINLINE void worker(void) { loop_leaf(250); }
+
+static void *worker_thread(void *arg) {
+  (void)arg;
+  worker();
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "all";
+  int all = strcmp(mode, "all") == 0;
+  if (all || strcmp(mode, "calls") == 0) {
+    loop_leaf(1000);
+    recurse(5);
+    for (int i = 0; i < 3; ++i)
+      fn_pointer(i);
+  }
+  if (all || strcmp(mode, "longjmp") == 0)
+    jumper();
+  if (all || strcmp(mode, "cancel") == 0) {
+    pthread_t t;
+    pthread_barrier_init(&cancel_ready, NULL, 2);
+    pthread_create(&t, NULL, cancel_thread, NULL);
+    pthread_barrier_wait(&cancel_ready);
+    pthread_cancel(t);
+    pthread_join(t, NULL);
+  }
+  if (all || strcmp(mode, "threads") == 0) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; ++i)
+      pthread_create(&t[i], NULL, worker_thread, NULL);
+    for (int i = 0; i < 4; ++i)
+      pthread_join(t[i], NULL);
+  }
+  printf("fn_work %s done\n", mode);
+  if (all || strcmp(mode, "exit") == 0)
+    exit_deep1();
+  return 0;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Run a fixture of known shape under `xptrace run --functions` and check
+the exact slice counts (stats.csv and the trace), the nesting (the trace
+checker; no unmatched end or unclosed begin in the statistics), and that
+the program's output and exit status are its own.
+
+  test_functions.py CASE XPTRACE FIXTURE CHECK_TRACE PROTO SCRATCH
+
+CASE is WAY-SCENARIO; WAY says how the fixture was built (cyg:
+-finstrument-functions, pg: -pg -mfentry -mnop-mcount, pfe:
+-fpatchable-function-entry=5, plain: nothing, cxx-*: the C++ fixture)."""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+CALLS = {"loop_leaf": 1, "leaf": 1000, "recurse": 6, "via_ptr": 3}
+LONGJMP = {"jumper": 1, "deep1": 1, "deep2": 1, "after_jump": 1}
+CANCEL = {"cancel_thread": 1, "cancel_outer": 1, "cancel_inner": 1}
+THREADS = {"worker_thread": 4, "worker": 4, "loop_leaf": 4, "leaf": 1000}
+EXIT = {"exit_deep1": 1, "exit_deep2": 1}
+CXX = {"catcher": 3, "mid": 3, "thrower": 3, "cleanup_fn": 3, "after_catch": 3,
+       "Guard::~Guard()": 3, "main": 1}
+
+
+def merged(*parts):
+    out = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+# scenario -> (fixture argument, options, expected counts, status, threads)
+SCENARIOS = {
+    "calls": ("calls", [], merged({"main": 1}, CALLS), 0, 1),
+    "longjmp": ("longjmp", [], merged({"main": 1}, LONGJMP), 0, 1),
+    "exit": ("exit", [], merged({"main": 1}, EXIT), 3, 1),
+    "cancel": ("cancel", [], merged({"main": 1}, CANCEL), 0, 2),
+    "threads": ("threads", [], merged({"main": 1}, THREADS), 0, 5),
+    # Filters: the selection, an exclusion, a depth, a minimum duration.
+    "select": ("calls", ["--functions", "leaf|recurse"], {"leaf": 1000, "recurse": 6}, 0, 1),
+    "exclude": ("calls", ["--exclude", "leaf|main"], {"loop_leaf": 1, "recurse": 6, "via_ptr": 3},
+                0, 1),
+    # main is depth 1, recurse(5) 2, recurse(4) 3; deeper calls unrecorded.
+    "depth": ("calls", ["--depth", "3"], {"main": 1, "loop_leaf": 1, "leaf": 1000, "recurse": 2,
+                                           "via_ptr": 3}, 0, 1),
+    # Only calls that last 1 ms: cancel_inner waits (>= 1 ms) until it is
+    # cancelled, and its callers with it; nothing else in "cancel" does.
+    "minimum": ("cancel", ["--min-duration", "1ms"], {"cancel_thread": 1, "cancel_outer": 1,
+                                                       "cancel_inner": 1, "main": 1}, 0, 2),
+    "cxx": ("", [], CXX, 0, 1),
+}
+
+
+def fail(msg):
+    print("test_functions: FAIL: " + msg)
+    sys.exit(1)
+
+
+def debian(xptrace, scratch):
+    """Debian's own python3.11 (stripped; its API functions are in the
+    dynamic symbol table), unmodified: PyImport_ImportModule counted by
+    xptrace and by uftrace (its own run-time patching) must agree."""
+    py = "/usr/bin/python3.11"
+    uftrace = shutil.which("uftrace")
+    if not os.access(py, os.X_OK) or not uftrace:
+        print("test_functions: SKIP: needs %s and uftrace" % py)
+        sys.exit(77)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    prog = [py, "-c", "import json, csv, email.message; print(json.dumps([1, 2]))"]
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    alone = subprocess.run(prog, capture_output=True, text=True, env=env, timeout=60)
+    out = os.path.join(scratch, "out")
+    run = subprocess.run([xptrace, "run", "-o", out, "-c", "stats", "--functions",
+                          "PyImport_ImportModule", "--"] + prog,
+                         capture_output=True, text=True, env=env, timeout=60)
+    print(run.stderr)
+    if run.returncode != 0 or run.stdout != alone.stdout:
+        fail("status %d, output %r (alone %r)" % (run.returncode, run.stdout, alone.stdout))
+    with open(os.path.join(out, "stats.csv"), newline="") as f:
+        ours = [int(r["count"]) for r in csv.DictReader(f) if r["name"] == "PyImport_ImportModule"]
+    ud = os.path.join(scratch, "uftrace.data")
+    subprocess.run([uftrace, "record", "--no-libcall", "-d", ud, "-P", "^PyImport_ImportModule$"]
+                   + prog, capture_output=True, env=env, timeout=120, check=True)
+    rep = subprocess.run([uftrace, "report", "-d", ud, "-f", "call"], capture_output=True,
+                         text=True, timeout=60).stdout
+    theirs = [int(l.split()[0]) for l in rep.splitlines()
+              if l.split() and l.split()[-1] == "PyImport_ImportModule"]
+    print("xptrace %s, uftrace %s" % (ours, theirs))
+    if not ours or ours != theirs or ours[0] < 10:
+        fail("PyImport_ImportModule: xptrace counted %s, uftrace %s" % (ours, theirs))
+    print("test_functions: OK")
+
+
+def main():
+    case, xptrace, fixture, checker, proto, scratch = sys.argv[1:7]
+    if case == "debian":
+        debian(xptrace, scratch)
+        return
+    way, scenario = case.split("-", 1)
+    arg, opts, expect, status, threads = SCENARIOS[scenario]
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    out = os.path.join(scratch, "out")
+    if way == "plain" and "--functions" not in opts:
+        # An unmodified binary is patched only where a regex asks.
+        ere = lambda n: "".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in n)
+        opts = ["--functions", "|".join(ere(n) for n in sorted(expect))] + opts
+    # A ring of 16 MiB: a runaway run cannot fill the disk.
+    cmd = [xptrace, "run", "-o", out, "-c", "perfetto,stats", "--buffer-size", "16M",
+           "--buffer-policy", "ring"] + opts
+    if "--functions" not in opts:
+        cmd.append("--functions")
+    cmd += ["--", fixture] + ([arg] if arg else [])
+    alone = subprocess.run([fixture] + ([arg] if arg else []), capture_output=True, text=True,
+                           timeout=60)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print(" ".join(cmd))
+    print(run.stderr)
+    if run.returncode != status or alone.returncode != status:
+        fail("status %d traced, %d alone, expected %d" % (run.returncode, alone.returncode, status))
+    if run.stdout != alone.stdout:
+        fail("output differs: %r traced, %r alone" % (run.stdout, alone.stdout))
+    if "xpti: functions:" in run.stderr and scenario != "minimum":
+        fail("unexpected message from the library")
+
+    mins = scenario == "minimum"
+    with open(os.path.join(out, "stats.csv"), newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["stream"] == "xptrace.functions"]
+    got = {}
+    for r in rows:
+        got[r["name"]] = got.get(r["name"], 0) + int(r["count"])
+        if int(r["unmatched_ends"] or 0) or int(r["unclosed_begins"] or 0):
+            fail("%s: %s unmatched ends, %s unclosed begins (nesting broken)"
+                 % (r["name"], r["unmatched_ends"], r["unclosed_begins"]))
+    if way == "cyg" and "via_ptr" in expect:
+        expect = dict(expect, inlined_add=expect["via_ptr"])
+    if got != expect:
+        fail("counts %s, expected %s" % (sorted(got.items()), sorted(expect.items())))
+    if mins:
+        for r in rows:
+            if int(r["min_ns"]) < 1000000:
+                fail("%s: a slice of %s ns under --min-duration 1ms" % (r["name"], r["min_ns"]))
+        return
+    check = [sys.executable, checker, "proto", proto, os.path.join(out, "trace.perfetto-trace"),
+             "--slices", str(sum(expect.values())), "--threads", str(threads)]
+    for name, n in expect.items():
+        check += ["--name", "%s=%d" % (name, n)]
+    r = subprocess.run(check, capture_output=True, text=True, timeout=60)
+    print(r.stdout)
+    if r.returncode != 0:
+        fail("trace check")
+    print("test_functions: OK")
+
+
+main()
