@@ -62,7 +62,7 @@ int cmd_report(int argc, char **argv) {
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
     case 'n':
       if (parse_count(optarg, 0, &v))

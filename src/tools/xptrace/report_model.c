@@ -296,12 +296,17 @@ static void tracks_settle(struct rp_model *m) {
     m->tracks[w++] = m->tracks[i];
   }
   m->ntracks = w;
-  /* Tracks below a process take its pid (a few levels at most). */
+  /* Tracks below a process take its pid, below a thread its tid too
+   * (a few levels at most). */
   for (size_t i = 0; i < m->ntracks; i++) {
     struct rp_track *t = &m->tracks[i];
+    if (t->kind == RP_TRACK_THREAD || t->kind == RP_TRACK_PROCESS)
+      continue;
     const struct rp_track *p = t;
     for (int hop = 0; t->pid < 0 && p && p->parent && hop < 8; hop++) {
       p = rp_track_find(m, p->parent);
+      if (p && p->kind == RP_TRACK_THREAD && t->tid < 0)
+        t->tid = p->tid;
       if (p && p->pid >= 0)
         t->pid = p->pid;
     }
@@ -369,7 +374,7 @@ struct rp_open {
 static bool selected_track(const struct rp_track *t, const struct rp_select *sel) {
   if (sel->pid >= 0 && t->pid != sel->pid)
     return false;
-  if (sel->tid >= 0 && (t->kind != RP_TRACK_THREAD || t->tid != sel->tid))
+  if (sel->tid >= 0 && t->tid != sel->tid)
     return false;
   return true;
 }
@@ -475,7 +480,7 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
       stack[depth++] = (struct rp_open){e->ts, 0, e->name, e->cat};
     } else if (e->type == RP_END) {
       if (depth == 0) {
-        m->unmatched++;
+        m->unmatched_ends++;
         continue;
       }
       struct rp_open *o = &stack[--depth];
@@ -484,7 +489,7 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
         stack[depth - 1].child += e->ts - o->ts;
     }
   }
-  m->unmatched += depth;
+  m->unclosed += depth;
   free(stack);
 }
 
@@ -554,17 +559,10 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
    * have a track, no event, are listed too). */
   for (size_t i = 0; i < m->ntracks; i++) {
     const struct rp_track *t = &m->tracks[i];
-    if (!selected_track(t, sel) && !(t->kind == RP_TRACK_PROCESS && sel->tid < 0 &&
-                                     (sel->pid < 0 || sel->pid == t->pid)))
-      continue;
-    if (t->kind == RP_TRACK_THREAD) {
+    if (t->kind == RP_TRACK_THREAD && selected_track(t, sel)) {
       struct rp_thread *th = thread_row(m, &b, t->pid, t->tid);
       if (th && !th->name)
         th->name = t->name;
-    } else if (t->kind == RP_TRACK_PROCESS) {
-      struct rp_process *p = proc_row(m, &b, t->pid);
-      if (p && t->name)
-        p->name = t->name;
     }
   }
   for (size_t i = 0; i < m->nthreads; i++) {
@@ -581,6 +579,19 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
     }
     if (!p->name && th->tid == th->pid)
       p->name = th->name;
+  }
+  for (size_t i = 0; i < m->ntracks; i++) { /* process names, selected or not */
+    const struct rp_track *t = &m->tracks[i];
+    if (t->kind != RP_TRACK_PROCESS || !t->name)
+      continue;
+    bool found;
+    if (b.procs.cap && (map_slot(&b.procs, (uint64_t)(uint32_t)t->pid, &found), found))
+      proc_row(m, &b, t->pid)->name = t->name;
+    else if (sel->pid < 0 && sel->tid < 0) { /* a process with nothing recorded */
+      struct rp_process *p = proc_row(m, &b, t->pid);
+      if (p)
+        p->name = t->name;
+    }
   }
   for (size_t i = 0; i < m->npoints; i++)
     qsort(m->points[i].d.v, m->points[i].d.n, sizeof(uint64_t), u64_cmp);

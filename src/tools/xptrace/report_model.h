@@ -126,7 +126,8 @@ struct rp_model {
   struct rp_process *procs;
   size_t nprocs;
   uint64_t total_samples; /* selected */
-  uint64_t unmatched;     /* ends without a begin, begins never ended */
+  uint64_t unmatched_ends; /* ends without a begin */
+  uint64_t unclosed;       /* begins never ended */
   uint64_t first_ts, last_ts;
 };
 

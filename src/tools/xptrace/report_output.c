@@ -47,11 +47,17 @@ static int row_cmp(const void *a, const void *b, void *vctx) {
         return c;
     } else {
       double va = sort_value(&ra[x->col], k), vb = sort_value(&rb[x->col], k);
+      bool ids = !strcmp(t->col[x->col], "pid") || !strcmp(t->col[x->col], "tid");
       if (va != vb)
-        return va > vb ? -1 : 1;
+        return (va > vb) != ids ? -1 : 1; /* largest first; ids ascending */
     }
   }
-  /* ties: the text columns, then the numbers, in column order */
+  /* ties: pid and tid, the text columns, then the numbers, in column order */
+  for (size_t i = 0; i < t->ncols; i++) {
+    bool ids = !strcmp(t->col[i], "pid") || !strcmp(t->col[i], "tid");
+    if (ids && ra[i].v != rb[i].v)
+      return ra[i].v < rb[i].v ? -1 : 1;
+  }
   for (size_t i = 0; i < t->ncols; i++) {
     if (t->kind[i] == RP_K_STR) {
       int c = strcmp(ra[i].s, rb[i].s);
@@ -76,7 +82,7 @@ void rp_table_sort(struct rp_table *t, const struct rp_options *opts) {
 }
 
 /* ---- cells as text ---- */
-static void fmt_ns(char *buf, size_t len, double v) {
+void rp_fmt_ns(char *buf, size_t len, double v) {
   double a = fabs(v);
   const char *sign = v < 0 ? "-" : "";
   if (a < 1000)
@@ -110,7 +116,7 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
   case RP_K_NS:
   case RP_K_DNS:
     if (human) {
-      fmt_ns(buf, len, c->v);
+      rp_fmt_ns(buf, len, c->v);
       if (k == RP_K_DNS && c->v > 0)
         memmove(buf + 1, buf, strlen(buf) + 1), buf[0] = '+';
     } else
@@ -123,7 +129,10 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
     snprintf(buf, len, human ? "%.2f%%" : "%.2f", c->v);
     break;
   case RP_K_NUM:
-    fmt_num(buf, len, c->v);
+    if (human || (c->v == floor(c->v) && fabs(c->v) < 1e15))
+      fmt_num(buf, len, c->v);
+    else
+      snprintf(buf, len, "%.17g", c->v);
     break;
   case RP_K_RATIO:
     snprintf(buf, len, human ? "%.2fx" : "%.4f", c->v);
@@ -167,7 +176,8 @@ static void print_text_table(FILE *out, const struct rp_table *t) {
   for (size_t j = 0; j < n; j++) {
     size_t i = order[j];
     bool left = t->kind[i] == RP_K_STR;
-    fprintf(out, "%s%*s", j ? "  " : "", left ? -(int)w[i] : (int)w[i], t->col[i]);
+    int wid = left && j + 1 == n ? 0 : (left ? -(int)w[i] : (int)w[i]);
+    fprintf(out, "%s%*s", j ? "  " : "", wid, t->col[i]);
   }
   fputc('\n', out);
   for (size_t r = 0; r < t->nrows; r++) {

@@ -48,6 +48,8 @@ struct rp_options {
   struct rp_select sel;
 };
 
+/* "1.23ms", as the stats collector prints durations. */
+void rp_fmt_ns(char *buf, size_t len, double ns);
 void rp_table_init(struct rp_table *t, const char *id, const char *title);
 void rp_table_col(struct rp_table *t, const char *name, enum rp_kind kind);
 /* A new row of empty cells (NULL when out of memory). */

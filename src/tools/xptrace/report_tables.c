@@ -130,10 +130,13 @@ static void points_table(const struct rp_model *m, const struct rp_select *sel,
     total += p->total;
     self += p->self;
   }
-  snprintf(t->note, sizeof t->note, "slices %llu, self %llu ns, unmatched %llu",
-           (unsigned long long)count, (unsigned long long)self,
-           (unsigned long long)m->unmatched);
-  (void)total;
+  char b1[32], b2[32];
+  rp_fmt_ns(b1, sizeof b1, (double)total);
+  rp_fmt_ns(b2, sizeof b2, (double)self);
+  snprintf(t->note, sizeof t->note,
+           "slices %llu, total %s, self %s; ends without a begin %llu, begins never ended %llu",
+           (unsigned long long)count, b1, b2, (unsigned long long)m->unmatched_ends,
+           (unsigned long long)m->unclosed);
 }
 
 static void devices_table(const struct rp_model *m, const struct rp_select *sel,
@@ -163,7 +166,9 @@ static void devices_table(const struct rp_model *m, const struct rp_select *sel,
     set_pct(&c[4], (double)d->total, (double)all);
     dist_cells(&c[5], &d->d, d->total);
   }
-  snprintf(t->note, sizeof t->note, "device time %llu ns", (unsigned long long)all);
+  char b1[32];
+  rp_fmt_ns(b1, sizeof b1, (double)all);
+  snprintf(t->note, sizeof t->note, "device time %s", b1);
 }
 
 static void processes_table(const struct rp_model *m, struct rp_table *t) {
@@ -204,7 +209,7 @@ static void threads_table(const struct rp_model *m, struct rp_table *t) {
   rp_table_col(t, "busy", RP_K_NS);
   rp_table_col(t, "samples", RP_K_INT);
   rp_table_col(t, "span", RP_K_NS);
-  t->sort_col = 1;
+  t->sort_col = 0; /* pid, then tid (ties: text, then numbers in column order) */
   for (size_t i = 0; i < m->nthreads; i++) {
     const struct rp_thread *th = &m->threads[i];
     struct rp_cell *c = rp_table_row(t);
