@@ -15,7 +15,8 @@
  *   pt_reader_close(r);
  *
  * Everything a packet points to (strings, arrays, the packet's bytes)
- * lives until the next pt_reader_next() (interned strings: until close).
+ * lives until the next pt_reader_next() (interned strings, frames: until
+ * their sequence is cleared (SEQ_INCREMENTAL_STATE_CLEARED) or close).
  * Strings are NUL-terminated.  Not thread-safe: one reader per thread. */
 #ifndef PT_READ_H
 #define PT_READ_H
@@ -68,7 +69,9 @@ struct pt_packet {
   uint64_t ts;       /* resolved: absolute ns on clock_id */
   uint32_t clock_id; /* PT_CLOCK_MONOTONIC for our traces; a sequence-scoped
                         clock is converted to the clock its snapshot ties it to */
-  uint64_t offset;   /* of the packet in the file */
+  uint32_t ts_clock;   /* the clock the timestamp was written on */
+  bool ts_incremental; /* written as a delta (an incremental clock) */
+  uint64_t offset;     /* of the packet in the file */
   const uint8_t *data; /* the packet's bytes (the TracePacket message) */
   size_t len;
 
