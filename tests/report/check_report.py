@@ -37,6 +37,8 @@ CASES = {
     "tid": (["--tid", "101", "A"], "tid.txt"),
     "sort_top": (["--sort", "p99", "--top", "1", "--filter", "a", "A"], "sort_top.txt"),
     "folder": (["folder"], "folder.txt"),
+    # the merged trace reads as its processes do (first line aside)
+    "merged": (["folder/trace.perfetto-trace"], "folder.txt"),
 }
 
 
@@ -69,15 +71,18 @@ def prepare():
     os.makedirs(OUT, exist_ok=True)
     encode("run_a", os.path.join(OUT, "a.perfetto-trace"))
     encode("run_b", os.path.join(OUT, "b.perfetto-trace"))
-    # A folder as `run` leaves it: a trace, a child's folder with its own.
+    # A folder as `run` leaves it: a folder per process, their merged trace
+    # at the top (skipped: the processes are below), a file that is not a trace.
     folder = os.path.join(OUT, "folder")
     shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(os.path.join(folder, "child-200"))
-    shutil.copy(os.path.join(OUT, "a.perfetto-trace"),
-                os.path.join(folder, "trace.perfetto-trace"))
-    shutil.copy(os.path.join(OUT, "b.perfetto-trace"),
-                os.path.join(folder, "child-200", "trace.perfetto-trace"))
-    with open(os.path.join(folder, "stats.csv"), "w") as f:
+    for name, trace in (("app-100", "a"), ("app-200", "b")):
+        os.makedirs(os.path.join(folder, name))
+        shutil.copy(os.path.join(OUT, trace + ".perfetto-trace"),
+                    os.path.join(folder, name, "trace.perfetto-trace"))
+    r = subprocess.run([XPTRACE, "merge", "-q", folder], stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        fail("xptrace merge: " + r.stderr.decode())
+    with open(os.path.join(folder, "app-100", "stats.csv"), "w") as f:
         f.write("not a trace\n")
 
 
@@ -100,6 +105,8 @@ def run_case(case):
             f.write(out)
         return
     want = open(path).read()
+    if case == "merged":
+        want = want.replace("xptrace report: folder\n", "xptrace report: folder/trace.perfetto-trace\n", 1)
     if out != want:
         for i, (x, y) in enumerate(zip(out.splitlines(), want.splitlines())):
             if x != y:
@@ -149,7 +156,11 @@ def real(program):
         fail("xptrace run: exit %d: %s" % (r.returncode, r.stderr.decode()))
     out, err = report(["--format", "json", "--top", "0", d])
     rep = json.loads(out)
-    stats = json.load(open(os.path.join(d, "stats.json")))
+    # the process's folder (<program>-<pid>/ under `run`'s folder), else the folder
+    found = [os.path.join(r_, "stats.json") for r_, _, fs in os.walk(d) if "stats.json" in fs]
+    if len(found) != 1:
+        fail("real: %d stats.json files under %s, not 1" % (len(found), d))
+    stats = json.load(open(found[0]))
     counts = {(p["name"], p["category"]): p["count"] for p in rep["points"]["rows"]}
     device = {}
     for d in rep["devices"]["rows"]:  # device work: by command over all queues

@@ -90,8 +90,9 @@ int rp_load_trace(struct rp_model *m, const char *path) {
   return rc < 0 ? -1 : 0;
 }
 
-/* Every trace under dir (child-<pid>/ folders included), in name order. */
-static int load_dir(struct rp_model *m, const char *dir, int depth, size_t *files) {
+/* Every trace under dir, in name order: the subfolders' (depth first),
+ * then, with top_too, dir's own. */
+static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too, size_t *files) {
   if (depth > 16)
     return 0;
   struct dirent **list;
@@ -101,28 +102,32 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, size_t *file
     return -1;
   }
   int rc = 0;
-  for (int i = 0; i < n; i++) {
-    const char *name = list[i]->d_name;
-    char path[4096];
-    struct stat st;
-    if (name[0] == '.' || (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
-        lstat(path, &st) != 0) {
-      free(list[i]);
-      continue;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      const char *name = list[i]->d_name;
+      char path[4096];
+      struct stat st;
+      if (name[0] == '.' ||
+          (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
+          lstat(path, &st) != 0)
+        continue;
+      if (pass == 0 && S_ISDIR(st.st_mode)) {
+        if (load_dir(m, path, depth + 1, true, files) < 0)
+          rc = -1;
+      } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
+        if (!top_too && *files)
+          continue; /* a merged trace of the processes below */
+        ++*files;
+        if (rp_load_trace(m, path) < 0)
+          rc = -1;
+      } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".xprec")) {
+        fprintf(stderr,
+                "xptrace: report: %s is a recording not finished yet: xptrace finish %s\n", path,
+                dir);
+      }
     }
-    if (S_ISDIR(st.st_mode)) {
-      if (load_dir(m, path, depth + 1, files) < 0)
-        rc = -1;
-    } else if (S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
-      ++*files;
-      if (rp_load_trace(m, path) < 0)
-        rc = -1;
-    } else if (S_ISREG(st.st_mode) && ends_with(name, ".xprec")) {
-      fprintf(stderr, "xptrace: report: %s is a recording not finished yet: xptrace finish %s\n",
-              path, dir);
-    }
+  for (int i = 0; i < n; i++)
     free(list[i]);
-  }
   free(list);
   return rc;
 }
@@ -136,7 +141,9 @@ int rp_load(struct rp_model *m, const char *path) {
   if (!S_ISDIR(st.st_mode))
     return rp_load_trace(m, path);
   size_t files = 0;
-  int rc = load_dir(m, path, 0, &files);
+  /* As `xptrace merge` reads a folder: the traces at its top are merged
+   * ones when its subfolders hold traces (the processes are there). */
+  int rc = load_dir(m, path, 0, false, &files);
   if (files == 0) {
     fprintf(stderr, "xptrace: report: no .perfetto-trace file in %s\n", path);
     return -1;
