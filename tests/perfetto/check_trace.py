@@ -30,6 +30,11 @@ on a real thread (JSON tid 0), and every graph edge whose two nodes are in
 the trace is a flow from an event of its source node (annotation uid =
 the edge's source_uid) to an instant of its target node (uid =
 target_uid, edge_uid = the edge), never ending before it starts.
+Counters (TrackDescriptor.counter, TYPE_COUNTER events): --counters N
+(counter tracks with values); always checked: a counter track's parent is
+a described track, every counter event carries a value, and the counters
+that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
+perf_event totals) never decrease on their track.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -43,6 +48,12 @@ LANE_TID = 1 << 30  # JSON pseudo threads of device lanes
 TID_LIMIT = 1 << 22  # real tids are below (pid_max)
 ANY_FLOW_ORDER = "--any-flow-order" in sys.argv
 INCREMENTAL_MIN = 64
+# counters of xptrace run --counters that never decrease (rss may)
+MONOTONIC_COUNTERS = {
+    "thread-cpu-time", "thread-context-switches", "thread-page-faults", "peak-rss",
+    "task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
+    "major-faults", "cycles", "instructions", "cache-references", "cache-misses", "branches",
+    "branch-misses"}
 
 
 def fail(msg):
@@ -114,6 +125,7 @@ class Summary:
         self.dev_slices = []  # (lane name, begin, end)
         self.lanes = {}  # lane key -> name
         self.dev_flows = 0
+        self.counters = {}  # counter track uuid -> [(ts, value)]
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -264,6 +276,9 @@ def check_proto(proto_file, trace, args):
             fail("timestamps go back on track %s (%d < %d)" % (track, ts, last_ts[track]))
         last_ts[track] = ts
         etype = one(te, "type")
+        if etype == "TYPE_COUNTER":
+            check_counter_event(s, tracks, track, ts, te)
+            continue
         name = None
         if "name_iid" in te:
             iid = one(te, "name_iid")
@@ -284,6 +299,7 @@ def check_proto(proto_file, trace, args):
             flow_ends[f] = flow_ends.get(f, 0) + 1
         tdesc = tracks[track]
         is_lane = "thread" not in tdesc and "process" not in tdesc and \
+            "counter" not in tdesc and \
             one(tdesc, "name") not in (None, "graph") and "parent_uuid" in tdesc
         if is_lane:
             s.lanes[track] = one(tdesc, "name")
@@ -348,6 +364,26 @@ def check_proto(proto_file, trace, args):
     check_graph(s, graph_starts)
     s.open += sum(len(v) for v in stacks.values())
     return s
+
+
+def check_counter_event(s, tracks, track, ts, te):
+    tdesc = tracks[track]
+    if "counter" not in tdesc:
+        fail("counter event on track %s, which is no counter track" % track)
+    parent = one(tdesc, "parent_uuid")
+    if parent is not None and parent not in tracks:
+        fail("counter track %r: parent %s not described before" % (one(tdesc, "name"), parent))
+    if "counter_value" in te:
+        v = one(te, "counter_value")
+    elif "double_counter_value" in te:
+        v = float(one(te, "double_counter_value"))
+    else:
+        fail("counter event without a value on %r" % one(tdesc, "name"))
+    vals = s.counters.setdefault(track, [])
+    name = one(tdesc, "name")
+    if vals and name in MONOTONIC_COUNTERS and v < vals[-1][1]:
+        fail("counter %r (track %s) decreases: %s after %s" % (name, track, v, vals[-1][1]))
+    vals.append((ts, v))
 
 
 def count_device_flows(s, flow_at):
@@ -538,7 +574,7 @@ def main():
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "edges", "flows", "min_dropped", "total", "threads",
                 "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
-                "min_device_flows", "device_min_dur"):
+                "min_device_flows", "device_min_dur", "counters"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
@@ -554,9 +590,11 @@ def main():
     else:
         s = check_json(a.files[0], a)
     print("check_trace: slices=%d instants=%d nodes=%d edges=%d flows=%d begins=%d ends=%d "
-          "unmatched=%d open=%d dropped=%d threads=%d" %
+          "unmatched=%d open=%d dropped=%d threads=%d counters=%d" %
           (s.slices, s.instants, s.nodes, s.edges, s.flows, s.begins, s.ends, s.unmatched,
-           s.open, s.dropped, len(s.threads)))
+           s.open, s.dropped, len(s.threads), len(s.counters)))
+    if a.counters is not None and len(s.counters) != a.counters:
+        fail("expected %d counter tracks, found %d" % (a.counters, len(s.counters)))
     if s.unmatched:
         fail("%d slice ends without their begin" % s.unmatched)
     if s.open and not a.allow_unmatched:

@@ -15,6 +15,7 @@
 
 #include <xpti/xpti_data_types.h>
 
+#include "counters.h"
 #include "xpt_collector.h"
 #include "xptrace_cmds.h"
 
@@ -29,6 +30,8 @@ static const char usage_run[] =
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
     "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
     "                           the XPTRACE_SAMPLE_* variables)\n"
+    "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
+    "                           into counters.perfetto-trace\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -148,10 +151,14 @@ typedef struct run_outputs {
   const char *format;
   bool sample;
   const char *token;
+  struct xpt_counters *counters;
 } run_outputs_t;
+
+static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid); }
 
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
+  counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
   print_outputs(r->dir, r->chosen, r->format, r->token);
   if (r->sample) {
     char **leaves = NULL;
@@ -167,7 +174,8 @@ static void run_after(const void *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE };
+  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
+         OPT_COUNTERS };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -177,12 +185,14 @@ int cmd_run(int argc, char **argv) {
       {"streams", required_argument, NULL, OPT_STREAMS},
       {"opencl", no_argument, NULL, OPT_OPENCL},
       {"sample", no_argument, NULL, OPT_SAMPLE},
+      {"counters", required_argument, NULL, OPT_COUNTERS},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   run_options_t o = {.collectors = "perfetto,stats"};
   bool sample = false;
+  const char *counters = NULL;
   opterr = 0;
   optind = 1;
   int opt;
@@ -197,6 +207,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_STREAMS: o.streams = optarg; break;
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_SAMPLE: sample = true; break;
+    case OPT_COUNTERS: counters = optarg; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -244,6 +255,12 @@ int cmd_run(int argc, char **argv) {
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
   if (sample && access(sampler, R_OK) != 0)
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
+
+  struct xpt_counters *cnt = NULL;
+  char why[160];
+  if (counters && !(cnt = counters_parse(counters, why, sizeof why)))
+    return usage_error(usage_run, "%s", why);
+  free(cnt); /* checked; made again once nothing can fail before the launch */
 
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)
@@ -296,7 +313,12 @@ int cmd_run(int argc, char **argv) {
   }
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
-  run_outputs_t outputs = {dir, chosen, o.format, sample, token};
+  cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
+  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt};
+  if (cnt) {
+    launch_on_fork = start_counters;
+    launch_on_fork_ctx = cnt;
+  }
   return launch_and_wait(command, o.verbose, run_after, &outputs);
 }
 

@@ -58,6 +58,10 @@ int output_dir_prepare(const char *usage, const char *output, const char *comman
 /* LD_PRELOAD gets the sampler first. */
 int preload_sampler(const char *usage, bool verbose);
 void print_sample_outputs(const char *dir);
+/* When set, called in xptrace with the command's pid once it is forked,
+ * before its exec (which waits until the hook returns). */
+extern void (*launch_on_fork)(int pid, void *ctx);
+extern void *launch_on_fork_ctx;
 /* fork + exec `command`, forwarding SIGTERM/SIGHUP; `after(ctx)` runs once
  * it ended; returns its status (128+N when killed by signal N). */
 int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx);
