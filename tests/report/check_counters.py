@@ -27,6 +27,23 @@ def fail(msg):
 
 
 shutil.rmtree(OUT, ignore_errors=True)
+# xptrace avail lists the counters and whether this machine offers them.
+av = subprocess.run([XPTRACE, "avail"], stdout=subprocess.PIPE).stdout.decode()
+has_pmu = os.path.exists("/sys/bus/event_source/devices/cpu")
+for name in ("thread-cpu-time", "task-clock", "rss", "cycles", "cache-misses"):
+    line = [l for l in av.splitlines() if l.split()[:1] == [name]]
+    if len(line) != 1:
+        fail("avail lists %s %d times" % (name, len(line)))
+    if line[0].endswith("[available]") != (has_pmu or name not in ("cycles", "cache-misses")):
+        fail("avail: %r" % line[0])
+if "opencl.api" not in av:
+    fail("avail lists no stream names")
+# A bad list: one line, the usage, nothing run or created.
+bad = subprocess.run([XPTRACE, "run", "--counters", "nope", "-o", OUT, "--", BURN],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+if bad.returncode != 2 or not bad.stderr.decode().startswith(
+        "xptrace: unknown counter 'nope'") or bad.stdout or os.path.exists(OUT):
+    fail("--counters nope: exit %d, %r" % (bad.returncode, bad.stderr))
 t0 = time.monotonic()
 r = subprocess.run([XPTRACE, "run", "-c", "perfetto", "--counters", "default,cycles", "-o", OUT,
                     "--", BURN], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -41,7 +58,6 @@ for line in r.stdout.decode().splitlines():
 if len(burned) != 2:
     fail("burn printed %r" % r.stdout)
 
-has_pmu = os.path.exists("/sys/bus/event_source/devices/cpu")
 hw = [l for l in err.splitlines() if "hardware" in l]
 if has_pmu:
     if hw:
