@@ -179,10 +179,24 @@ static bool add_value(struct xpt_counters *c, uint64_t ts, int32_t tid, uint16_t
   return true;
 }
 
+static void read_comm(struct thread *t, const char *dir) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/comm", dir);
+  FILE *f = fopen(path, "re");
+  if (f) {
+    if (fgets(t->name, sizeof t->name, f))
+      t->name[strcspn(t->name, "\n")] = 0;
+    fclose(f);
+  }
+}
+
 static struct thread *thread_of(struct xpt_counters *c, int32_t tid, const char *dir) {
   for (size_t i = 0; i < c->nth; i++) /* threads stay few: xptrace lists them */
-    if (c->th[i].tid == tid)
+    if (c->th[i].tid == tid) {
+      if (tid == c->pid) /* first seen before its exec, maybe */
+        read_comm(&c->th[i], dir);
       return &c->th[i];
+    }
   if (c->nth == c->capth) {
     size_t nc = c->capth ? c->capth * 2 : 64;
     struct thread *nt = realloc(c->th, nc * sizeof(*nt));
@@ -197,14 +211,7 @@ static struct thread *thread_of(struct xpt_counters *c, int32_t tid, const char 
   memset(t, 0, sizeof(*t));
   t->tid = tid;
   t->last[0] = t->last[1] = t->last[2] = -1;
-  char path[128];
-  snprintf(path, sizeof path, "%s/comm", dir);
-  FILE *f = fopen(path, "re");
-  if (f) {
-    if (fgets(t->name, sizeof t->name, f))
-      t->name[strcspn(t->name, "\n")] = 0;
-    fclose(f);
-  }
+  read_comm(t, dir);
   return t;
 }
 
