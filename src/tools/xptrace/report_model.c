@@ -276,13 +276,14 @@ static int u64_cmp(const void *a, const void *b) {
 
 const struct rp_track *rp_track_find(const struct rp_model *m, uint64_t uuid) {
   struct rp_track key = {.uuid = uuid};
-  return bsearch(&key, m->tracks, m->ntracks, sizeof(key), track_cmp);
+  return m->ntracks ? bsearch(&key, m->tracks, m->ntracks, sizeof(key), track_cmp) : NULL;
 }
 
 /* Sort by uuid; a track described twice keeps the later description
  * (qsort is not stable: keep the one with a name, else a kind). */
 static void tracks_settle(struct rp_model *m) {
-  qsort(m->tracks, m->ntracks, sizeof(*m->tracks), track_cmp);
+  if (m->ntracks > 1) /* NULL with none */
+    qsort(m->tracks, m->ntracks, sizeof(*m->tracks), track_cmp);
   size_t w = 0;
   for (size_t i = 0; i < m->ntracks; i++) {
     if (w && m->tracks[w - 1].uuid == m->tracks[i].uuid) {
@@ -539,7 +540,8 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   struct rp_build b;
   memset(&b, 0, sizeof(b));
   tracks_settle(m);
-  qsort(m->ev, m->nev, sizeof(*m->ev), ev_cmp);
+  if (m->nev > 1)
+    qsort(m->ev, m->nev, sizeof(*m->ev), ev_cmp);
   m->first_ts = UINT64_MAX;
   for (size_t i = 0; i < m->nev;) {
     size_t j = i;
@@ -594,9 +596,11 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
     }
   }
   for (size_t i = 0; i < m->npoints; i++)
-    qsort(m->points[i].d.v, m->points[i].d.n, sizeof(uint64_t), u64_cmp);
+    if (m->points[i].d.n > 1)
+      qsort(m->points[i].d.v, m->points[i].d.n, sizeof(uint64_t), u64_cmp);
   for (size_t i = 0; i < m->ndevices; i++)
-    qsort(m->devices[i].d.v, m->devices[i].d.n, sizeof(uint64_t), u64_cmp);
+    if (m->devices[i].d.n > 1)
+      qsort(m->devices[i].d.v, m->devices[i].d.n, sizeof(uint64_t), u64_cmp);
   map_free(&b.points);
   map_free(&b.devices);
   map_free(&b.funcs);

@@ -76,7 +76,8 @@ void rp_table_sort(struct rp_table *t, const struct rp_options *opts) {
   if (strcmp(t->id, "tree") == 0) /* tree order */
     return;
   struct sort_ctx ctx = {t, sort_column(t, opts->sort)};
-  qsort_r(t->cells, t->nrows, t->ncols * sizeof(struct rp_cell), row_cmp, &ctx);
+  if (t->nrows > 1) /* cells is NULL with no row */
+    qsort_r(t->cells, t->nrows, t->ncols * sizeof(struct rp_cell), row_cmp, &ctx);
   if (opts->top && t->nrows > opts->top)
     t->nrows = opts->top;
 }
