@@ -112,7 +112,7 @@ malloc-term)
     xp=$!
     # Once the program records (its recording exists), 0.1-0.4 s more.
     waited=0
-    while [ ! -e "m$i/events.xprec" ] && [ $waited -lt 200 ]; do
+    while ! ls m$i/*/events.xprec >/dev/null 2>&1 && [ $waited -lt 200 ]; do
       sleep 0.05
       waited=$((waited + 1))
     done

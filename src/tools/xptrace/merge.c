@@ -107,7 +107,11 @@ static int strcmp_ptr(const void *a, const void *b) {
 static int cmp_input(const void *a, const void *b) {
   const struct pt_merge_input *x = a, *y = b;
   int c = strcmp(x->group, y->group);
-  return c ? c : strcmp(x->path, y->path);
+  if (c)
+    return c;
+  /* trace, trace.1, trace.2 ... (the images of an exec'd process) in order */
+  size_t la = strlen(x->path), lb = strlen(y->path);
+  return la != lb ? (la < lb ? -1 : 1) : strcmp(x->path, y->path);
 }
 
 /* A folder's traces: its top-level ones are merged outputs when its
