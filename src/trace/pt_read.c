@@ -739,7 +739,7 @@ static int rd_event(struct pt_reader *r, struct seq *s, const uint8_t *p, const 
   pkt->event.n_annots = n_annots;
   pkt->event.flow_ids = r->flows;
   pkt->event.n_flows = n_flow;
-  pkt->event.terminating_flow_ids = r->flows + n_flow;
+  pkt->event.terminating_flow_ids = r->flows ? r->flows + n_flow : NULL; /* no flow yet: NULL */
   pkt->event.n_terminating = n_term;
   return 0;
 }
