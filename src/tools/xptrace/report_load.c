@@ -42,13 +42,9 @@ static void load_sample(struct rp_model *m, struct pt_reader *r, const struct pt
   rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, n);
 }
 
-int rp_load_trace(struct rp_model *m, const char *path) {
-  char err[256];
-  struct pt_reader *r = pt_reader_open(path, 0, err, sizeof err);
-  if (!r) {
-    fprintf(stderr, "xptrace: report: %s\n", err);
-    return -1;
-  }
+/* Every packet of r into the model; closes r.  `path` names it in
+ * messages (NULL: none printed). */
+static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path) {
   struct pt_packet p;
   int rc;
   while ((rc = pt_reader_next(r, &p)) > 0) {
@@ -84,10 +80,25 @@ int rp_load_trace(struct rp_model *m, const char *path) {
       break;
     }
   }
-  if (rc < 0)
+  if (rc < 0 && path)
     fprintf(stderr, "xptrace: report: %s: %s\n", path, pt_reader_error(r));
   pt_reader_close(r);
   return rc < 0 ? -1 : 0;
+}
+
+int rp_load_trace(struct rp_model *m, const char *path) {
+  char err[256];
+  struct pt_reader *r = pt_reader_open(path, 0, err, sizeof err);
+  if (!r) {
+    fprintf(stderr, "xptrace: report: %s\n", err);
+    return -1;
+  }
+  return load_reader(m, r, path);
+}
+
+int rp_load_mem(struct rp_model *m, const void *data, size_t len) {
+  struct pt_reader *r = pt_reader_open_mem(data, len, 0);
+  return r ? load_reader(m, r, NULL) : -1;
 }
 
 /* Every trace under dir, in name order: the subfolders' (depth first),

@@ -7,6 +7,8 @@
 /* One trace file.  0, or -1 after one line on stderr (what was read
  * before a corrupt or truncated part stays in the model). */
 int rp_load_trace(struct rp_model *m, const char *path);
+/* A trace in memory, silently (fuzzing). */
+int rp_load_mem(struct rp_model *m, const void *data, size_t len);
 /* A trace file, or every *.perfetto-trace under a folder. */
 int rp_load(struct rp_model *m, const char *path);
 

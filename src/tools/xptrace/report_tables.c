@@ -331,9 +331,7 @@ static int col_index(const struct rp_table *t, const char *name) {
 }
 
 static void diff_one(const struct rp_table *ta, const struct rp_table *tb,
-                     const struct rp_diffspec *d, struct rp_table *t) {
-  static char names[64][24]; /* "total_a": alive as long as the program */
-  static size_t used;
+                     const struct rp_diffspec *d, char names[4][2][24], struct rp_table *t) {
   rp_table_init(t, d->id, d->title);
   for (size_t k = 0; k < d->nkey; k++)
     rp_table_col(t, ta->col[k], RP_K_STR);
@@ -341,9 +339,9 @@ static void diff_one(const struct rp_table *ta, const struct rp_table *tb,
   for (size_t c = 0; c < d->ncmp; c++) {
     src[c] = col_index(ta, d->cmp[c]);
     enum rp_kind kind = ta->kind[src[c]];
-    for (int side = 0; side < 2 && used < 64; side++) {
-      snprintf(names[used], sizeof names[used], "%s_%c", d->cmp[c], side ? 'b' : 'a');
-      rp_table_col(t, names[used++], kind);
+    for (int side = 0; side < 2; side++) {
+      snprintf(names[c][side], sizeof names[c][side], "%s_%c", d->cmp[c], side ? 'b' : 'a');
+      rp_table_col(t, names[c][side], kind);
     }
     if (c == 0) {
       rp_table_col(t, "delta", kind == RP_K_NS ? RP_K_DNS : RP_K_DINT);
@@ -383,6 +381,8 @@ static void diff_one(const struct rp_table *ta, const struct rp_table *tb,
 
 size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
                       const struct rp_select *sel, struct rp_table *tables) {
+  /* column names ("total_a"): alive as long as the program */
+  static char names[4][4][2][24];
   static const struct rp_diffspec specs[] = {
       {"functions", "Top functions (samples), a -> b", 1, 2, {"self", "inclusive"}},
       {"points", "Trace points, a -> b", 2, 3, {"total", "count", "mean"}},
@@ -396,7 +396,7 @@ size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
   for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
     for (size_t i = 0; i < na && i < nb; i++)
       if (strcmp(ta[i].id, specs[s].id) == 0)
-        diff_one(&ta[i], &tb[i], &specs[s], &tables[n++]);
+        diff_one(&ta[i], &tb[i], &specs[s], names[s], &tables[n++]);
   for (size_t i = 0; i < na; i++)
     rp_table_free(&ta[i]);
   for (size_t i = 0; i < nb; i++)
