@@ -15,7 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define XPT_SHARED_VERSION 2
+#define XPT_SHARED_VERSION 3
 enum { XPT_ONCE_SLOTS = 256, XPT_WINDOW_FNS = 8 };
 
 typedef struct xpt_shared {
@@ -39,6 +39,11 @@ typedef struct xpt_shared {
   clockid_t win_main_clock;
   unsigned win_nfns; /* under `lock` */
   void (*win_fns[XPT_WINDOW_FNS])(bool open, uint64_t mono_ns);
+  /* under `xptrace run` (XPTRACE_SESSION set): the run's folder, which
+   * holds one subfolder per process (out_path) */
+  bool out_session, out_base_created;
+  char out_base[PATH_MAX];
+  char out_token[128]; /* XPTRACE_SESSION: written to <out_path>/xptrace.session */
 } xpt_shared_t;
 
 /* The process-wide instance (the first copy loaded). */

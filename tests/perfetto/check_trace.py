@@ -30,6 +30,11 @@ on a real thread (JSON tid 0), and every graph edge whose two nodes are in
 the trace is a flow from an event of its source node (annotation uid =
 the edge's source_uid) to an instant of its target node (uid =
 target_uid, edge_uid = the edge), never ending before it starts.
+Counters (TrackDescriptor.counter, TYPE_COUNTER events): --counters N
+(counter tracks with values); always checked: a counter track's parent is
+a described track, every counter event carries a value, and the counters
+that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
+perf_event totals) never decrease on their track.
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -43,6 +48,12 @@ LANE_TID = 1 << 30  # JSON pseudo threads of device lanes
 TID_LIMIT = 1 << 22  # real tids are below (pid_max)
 ANY_FLOW_ORDER = "--any-flow-order" in sys.argv
 INCREMENTAL_MIN = 64
+# counters of xptrace run --counters that never decrease (rss may)
+MONOTONIC_COUNTERS = {
+    "thread-cpu-time", "thread-context-switches", "thread-page-faults", "peak-rss",
+    "task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
+    "major-faults", "cycles", "instructions", "cache-references", "cache-misses", "branches",
+    "branch-misses"}
 
 
 def fail(msg):
@@ -114,6 +125,9 @@ class Summary:
         self.dev_slices = []  # (lane name, begin, end)
         self.lanes = {}  # lane key -> name
         self.dev_flows = 0
+        self.counters = {}  # counter track uuid -> [(ts, value)]
+        self.processes = {}  # pid -> process name
+        self.cross_flows = 0  # flows between tracks of two processes
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -189,6 +203,8 @@ def check_proto(proto_file, trace, args):
     flow_ends = {}
     flow_at = {}
     graph_starts = {}
+    seq_pids = {}  # sequence -> pids of the tracks it writes on (one, for a process)
+    last_global_snapshot = None
     for i, p in enumerate(packets):
         seq_id = one(p, "trusted_packet_sequence_id", 0)
         if not seq_id:
@@ -209,6 +225,12 @@ def check_proto(proto_file, trace, args):
         cs = one(p, "clock_snapshot")
         if cs:
             clocks = {one(c, "clock_id"): c for c in cs.get("clocks", [])}
+            if all(cid < INCREMENTAL_MIN for cid in clocks) and MONOTONIC in clocks:
+                # Perfetto wants the snapshots of one clock set in time order
+                mono = one(clocks[MONOTONIC], "timestamp")
+                if last_global_snapshot is not None and mono < last_global_snapshot:
+                    fail("global clock snapshot of packet %d goes back in time" % i)
+                last_global_snapshot = mono
             for cid, c in clocks.items():
                 if cid >= INCREMENTAL_MIN:
                     if MONOTONIC not in clocks:
@@ -233,6 +255,14 @@ def check_proto(proto_file, trace, args):
             if not uuid:
                 fail("track descriptor without uuid")
             tracks[uuid] = td
+            pr = one(td, "process")
+            if pr:
+                pid = one(pr, "pid")
+                if pid in s.processes and s.processes[pid] != one(pr, "process_name"):
+                    fail("pid %s names two processes: %r, %r" % (pid, s.processes[pid],
+                                                                 one(pr, "process_name")))
+                s.processes[pid] = one(pr, "process_name")
+            seq_pids.setdefault(seq_id, set()).add(track_pid(tracks, uuid))
             th = one(td, "thread")
             if th:
                 s.threads.add((one(th, "pid"), one(th, "tid")))
@@ -264,6 +294,9 @@ def check_proto(proto_file, trace, args):
             fail("timestamps go back on track %s (%d < %d)" % (track, ts, last_ts[track]))
         last_ts[track] = ts
         etype = one(te, "type")
+        if etype == "TYPE_COUNTER":
+            check_counter_event(s, tracks, track, ts, te)
+            continue
         name = None
         if "name_iid" in te:
             iid = one(te, "name_iid")
@@ -284,13 +317,16 @@ def check_proto(proto_file, trace, args):
             flow_ends[f] = flow_ends.get(f, 0) + 1
         tdesc = tracks[track]
         is_lane = "thread" not in tdesc and "process" not in tdesc and \
+            "counter" not in tdesc and \
             one(tdesc, "name") not in (None, "graph") and "parent_uuid" in tdesc
         if is_lane:
             s.lanes[track] = one(tdesc, "name")
+        pid = track_pid(tracks, track)
+        seq_pids.setdefault(seq_id, set()).add(pid)
         for f in te.get("flow_ids", []):
-            flow_at.setdefault(f, [None, None])[0] = (is_lane, ts)
+            flow_at.setdefault(f, [None, None])[0] = (is_lane, ts, pid)
         for f in te.get("terminating_flow_ids", []):
-            flow_at.setdefault(f, [None, None])[1] = (is_lane, ts)
+            flow_at.setdefault(f, [None, None])[1] = (is_lane, ts, pid)
         if one(tdesc, "name") == "graph" and "parent_uuid" in tdesc:
             g = {"name": name, "ts": ts, "idx": i, "anns": annotations(te, st["anns"]),
                  "out": te.get("flow_ids", []), "in": te.get("terminating_flow_ids", [])}
@@ -345,9 +381,49 @@ def check_proto(proto_file, trace, args):
         if f not in flow_starts:
             fail("flow %d ends without a start" % f)
     count_device_flows(s, flow_at)
+    for start, end in flow_at.values():
+        if start and end and start[2] != end[2]:
+            s.cross_flows += 1
+    for seq_id, pids in seq_pids.items():
+        if len(pids - {None}) > 1:
+            fail("sequence %d writes on tracks of processes %s" % (seq_id, sorted(pids - {None})))
     check_graph(s, graph_starts)
     s.open += sum(len(v) for v in stacks.values())
     return s
+
+
+def check_counter_event(s, tracks, track, ts, te):
+    tdesc = tracks[track]
+    if "counter" not in tdesc:
+        fail("counter event on track %s, which is no counter track" % track)
+    parent = one(tdesc, "parent_uuid")
+    if parent is not None and parent not in tracks:
+        fail("counter track %r: parent %s not described before" % (one(tdesc, "name"), parent))
+    if "counter_value" in te:
+        v = one(te, "counter_value")
+    elif "double_counter_value" in te:
+        v = float(one(te, "double_counter_value"))
+    else:
+        fail("counter event without a value on %r" % one(tdesc, "name"))
+    vals = s.counters.setdefault(track, [])
+    name = one(tdesc, "name")
+    if vals and name in MONOTONIC_COUNTERS and v < vals[-1][1]:
+        fail("counter %r (track %s) decreases: %s after %s" % (name, track, v, vals[-1][1]))
+    vals.append((ts, v))
+
+
+def track_pid(tracks, uuid):
+    """The pid a track belongs to: its own, or its parent's."""
+    seen = set()
+    while uuid in tracks and uuid not in seen:
+        seen.add(uuid)
+        td = tracks[uuid]
+        for k in ("thread", "process"):
+            d = one(td, k)
+            if d and one(d, "pid") is not None:
+                return one(d, "pid")
+        uuid = one(td, "parent_uuid")
+    return None
 
 
 def count_device_flows(s, flow_at):
@@ -538,7 +614,7 @@ def main():
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "edges", "flows", "min_dropped", "total", "threads",
                 "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
-                "min_device_flows", "device_min_dur"):
+                "min_device_flows", "device_min_dur", "counters"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
@@ -546,6 +622,9 @@ def main():
     ap.add_argument("--window")
     ap.add_argument("--any-flow-order", action="store_true")
     ap.add_argument("--allow-unmatched", action="store_true")
+    ap.add_argument("--processes", type=int)
+    ap.add_argument("--process-name", action="append", default=[])
+    ap.add_argument("--cross-flows", type=int)
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -554,9 +633,11 @@ def main():
     else:
         s = check_json(a.files[0], a)
     print("check_trace: slices=%d instants=%d nodes=%d edges=%d flows=%d begins=%d ends=%d "
-          "unmatched=%d open=%d dropped=%d threads=%d" %
+          "unmatched=%d open=%d dropped=%d threads=%d counters=%d" %
           (s.slices, s.instants, s.nodes, s.edges, s.flows, s.begins, s.ends, s.unmatched,
-           s.open, s.dropped, len(s.threads)))
+           s.open, s.dropped, len(s.threads), len(s.counters)))
+    if a.counters is not None and len(s.counters) != a.counters:
+        fail("expected %d counter tracks, found %d" % (a.counters, len(s.counters)))
     if s.unmatched:
         fail("%d slice ends without their begin" % s.unmatched)
     if s.open and not a.allow_unmatched:
@@ -582,6 +663,19 @@ def main():
     if a.clock_samples is not None:
         check_clock(s.clock, a.clock_samples)
     check_device(s, a)
+    if s.processes:
+        print("check_trace: processes=%d (%s) cross-process flows=%d" % (
+            len(s.processes), ", ".join("%s %s" % (n, p) for p, n in sorted(s.processes.items())),
+            s.cross_flows))
+    if a.processes is not None and len(s.processes) != a.processes:
+        fail("expected %d processes, found %d" % (a.processes, len(s.processes)))
+    if a.cross_flows is not None and s.cross_flows != a.cross_flows:
+        fail("expected %d flows between processes, found %d" % (a.cross_flows, s.cross_flows))
+    for spec in a.process_name:
+        n, c = spec.rsplit("=", 1)
+        got = sum(1 for v in s.processes.values() if v == n)
+        if got != int(c):
+            fail("expected %s processes named %r, found %d" % (c, n, got))
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

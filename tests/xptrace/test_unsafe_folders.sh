@@ -73,7 +73,10 @@ root)
   for name in $names; do
     [ "$(cat "victim.$name")" = precious ] || fail "victim changed through the symlink $name"
   done
-  [ -s ours/stats-1.csv ] || fail "stats.csv taken: no stats-1.csv: $(ls ours)"
+  # run: every process writes into a new folder of its own; the merged
+  # trace at the top takes a new name
+  ls ours/xptrace_sample-*/stats.csv >/dev/null 2>&1 || fail "no process folder with stats.csv: $(ls ours)"
+  [ -s ours/trace-1.perfetto-trace ] || fail "trace.perfetto-trace taken: no trace-1.perfetto-trace: $(ls ours)"
   [ "$sampled" = no ] || [ -e ours/samples-1.folded ] || fail "samples.folded taken: no samples-1.folded: $(ls ours)"
   # XPTI_TEXT_OUTPUT naming a symlink: refused with one line, not followed.
   env XPTI_TRACE_ENABLE=1 XPTI_FRAMEWORK_DISPATCHER="$lib/libxptifw.so" \

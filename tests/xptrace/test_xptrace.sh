@@ -13,6 +13,9 @@ fail() {
   echo "FAIL [$mode]: $*" >&2
   failures=$((failures + 1))
 }
+# Every process of a run writes into a folder of its own in the run's
+# folder: proc DIR names the (only) one.
+proc() { ls -d "$1"/*/ | head -n 1; }
 
 # expect_usage_error MESSAGE ARGS...: exit 2, the message, the usage, and
 # the command (touch marker) never ran.
@@ -164,21 +167,22 @@ stats)
   "$xptrace" run -c stats -o out -- "$sample" >out.txt 2>err.txt
   rc=$?
   [ "$rc" -eq 0 ] || fail "exit $rc: $(cat err.txt)"
-  "$python" "$check" out || fail "stats values"
+  "$python" "$check" "$(proc out)" || fail "stats values"
   grep -q '^nap  *sample  *task  *10 ' err.txt || fail "no table on stderr: $(cat err.txt)"
-  grep -qxF "xptrace: statistics $scratch/out/stats.csv, $scratch/out/stats.json" err.txt ||
+  p=$scratch/$(proc out)
+  grep -qxF "xptrace: statistics ${p%/}/stats.csv, ${p%/}/stats.json" err.txt ||
     fail "stats path not printed"
   ;;
 streams)
   "$xptrace" run -c stats --streams sample -o out -- "$sample" >out.txt 2>err.txt ||
     fail "run failed: $(cat err.txt)"
-  "$python" "$check" out --only-sample || fail "stream selection"
+  "$python" "$check" "$(proc out)" --only-sample || fail "stream selection"
   ;;
 exit)
   "$xptrace" run -c stats -o out -- "$sample" 7 >out.txt 2>err.txt
   rc=$?
   [ "$rc" -eq 7 ] || fail "exit status $rc, expected 7"
-  "$python" "$check" out || fail "stats after exit(7)"
+  "$python" "$check" "$(proc out)" || fail "stats after exit(7)"
   "$xptrace" run -c stats -o out2 -- sh -c 'exit 42' 2>/dev/null
   rc=$?
   [ "$rc" -eq 42 ] || fail "exit status $rc, expected 42"
@@ -210,16 +214,16 @@ signal)
 text)
   "$xptrace" run -c text,stats -o out -- "$sample" >out.txt 2>err.txt || fail "text run: $(cat err.txt)"
   [ -s out/text.log ] || fail "no text.log"
-  "$python" "$check" out || fail "stats next to text"
+  "$python" "$check" "$(proc out)" || fail "stats next to text"
   ;;
 perfetto)
   "$xptrace" run -o out -- "$sample" >out.txt 2>err.txt || fail "default run: $(cat err.txt)"
   [ -s out/trace.perfetto-trace ] || fail "no trace.perfetto-trace"
   grep -qxF "xptrace: trace $scratch/out/trace.perfetto-trace (open in https://ui.perfetto.dev)" err.txt ||
     fail "trace path not printed: $(cat err.txt)"
-  "$python" "$check" out || fail "stats next to perfetto"
+  "$python" "$check" "$(proc out)" || fail "stats next to perfetto"
   "$xptrace" run --format json -o json -- "$sample" >out.txt 2>err.txt || fail "json run"
-  "$python" -c 'import json,sys; json.load(open(sys.argv[1]))' json/trace.json || fail "trace.json"
+  "$python" -c 'import json,sys; json.load(open(sys.argv[1]))' "$(proc json)trace.json" || fail "trace.json"
   ;;
 opencl)
   libdir=$(cd "$(dirname "$xptrace")/../lib" && pwd)

@@ -15,6 +15,7 @@
 #include <xpti/xpti_data_types.h>
 
 #include "xpt_collector.h"
+#include "counters.h"
 #include "xptrace_cmds.h"
 
 static const char usage_avail[] =
@@ -108,6 +109,11 @@ int cmd_avail(int argc, char **argv) {
   printf("\nEvent types (value):\n");
   for (size_t i = 0; i < sizeof events / sizeof events[0]; ++i)
     printf("  %-26s %u\n", events[i].name, events[i].value);
+  printf("\nStreams of xptrace's producers (run --streams):\n");
+  printf("  %-26s %s\n", "opencl.api", "OpenCL API calls (run --opencl)");
+  printf("  %-26s %s\n", "opencl.graph", "OpenCL task graph and device work (run --opencl)");
+  printf("\n");
+  counters_avail(stdout);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* What the subcommands share: where our libraries are, checking and
  * launching the command, the output folder, messages.  See docs/xptrace.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -214,6 +215,9 @@ void print_sample_outputs(const char *dir) {
     fprintf(stderr, "xptrace: no samples written (%s missing)\n", path);
 }
 
+void (*launch_on_fork)(int pid, void *ctx);
+void *launch_on_fork_ctx;
+
 /* Run the command with the environment set up, wait for it; returns its
  * exit status (128+N when killed by signal N).  `after` prints what it
  * left, before the status is reported. */
@@ -234,17 +238,37 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   fflush(NULL);
+  /* launch_on_fork: the command waits at a gate (a pipe closed at exec)
+   * until the hook has run, so that what it sets up sees the exec. */
+  int gate[2] = {-1, -1};
+  if (launch_on_fork && pipe2(gate, O_CLOEXEC) != 0)
+    gate[0] = gate[1] = -1;
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "xptrace: cannot start %s: %s\n", command[0], strerror(errno));
+    if (gate[0] >= 0)
+      close(gate[0]), close(gate[1]);
     return 1;
   }
   if (pid == 0) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    if (gate[0] >= 0) {
+      char go;
+      close(gate[1]);
+      while (read(gate[0], &go, 1) < 0 && errno == EINTR)
+        ;
+    }
     execvp(command[0], command);
     fprintf(stderr, "xptrace: cannot run %s: %s\n", command[0], strerror(errno));
     _exit(errno == ENOENT ? EXIT_NOT_FOUND : 126);
+  }
+  if (launch_on_fork) {
+    if (gate[0] >= 0)
+      close(gate[0]);
+    launch_on_fork(pid, launch_on_fork_ctx);
+    if (gate[1] >= 0)
+      close(gate[1]);
   }
   child_pid = pid;
   sigaction(SIGTERM, &forward, NULL);

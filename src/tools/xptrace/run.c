@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xpti/xpti_data_types.h>
 
+#include "counters.h"
 #include "xpt_collector.h"
 #include "xptrace_cmds.h"
 #include "sampler_config.h" /* the period syntax */
@@ -37,6 +39,8 @@ static const char usage_run[] =
     "      --exclude REGEX      with --functions: not these functions\n"
     "      --depth N            with --functions: record nesting levels 1 to N only\n"
     "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
+    "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
+    "                           into counters.perfetto-trace\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -143,26 +147,71 @@ static int run_collectors(const char *list, char *subscribers, size_t len, bool 
   return 0;
 }
 
-static void print_outputs(const char *dir, const bool chosen[], const char *format) {
-  (void)format;
+/* The MPI rank of this `xptrace run` (mpirun ... xptrace run): NULL if none. */
+static const char *run_mpi_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v)
+      return v;
+  }
+  return NULL;
+}
+
+/* Every process of the run wrote into a folder of its own (marked with
+ * the session token); their traces become one, dir/trace.perfetto-trace,
+ * except for an MPI rank (the ranks share the folder: `xptrace merge`
+ * joins them once all have ended). */
+static void print_outputs(const char *dir, const bool chosen[], const char *format,
+                          const char *token) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
+  char **leaves = NULL;
+  size_t n = xptrace_session_dirs(dir, token, &leaves);
+  const char *rank = run_mpi_rank();
+  bool merge = !rank && !(format && strcmp(format, "json") == 0);
   char path[PATH_MAX + 64];
   if (chosen[0]) {
     /* The program's recordings (its forked and exec'd children's too)
      * become traces here, however the program ended. */
     int traces = 0;
-    xptrace_finish_dir(dir, &traces);
-    if (traces == 0)
+    if (n == 0) {
+      xptrace_finish_dir_print(dir, &traces, !merge);
+    } else {
+      /* only this run's: a shared -o holds other runs' processes */
+      for (size_t i = 0; i < n; i++) {
+        int k = 0;
+        xptrace_finish_dir_print(leaves[i], &k, !merge);
+        traces += k;
+      }
+    }
+    unsigned processes = 0;
+    char merged[PATH_MAX + 300];
+    if (merge && n && xptrace_merge_session(dir, leaves, n, merged, sizeof merged, &processes) == 0) {
+      if (processes > 1)
+        fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
+      fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
+    } else if (traces == 0) {
       fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
+    } else if (merge) {
+      fprintf(stderr, "xptrace: the traces are in the process folders of %s\n", dir);
+    }
+    if (rank)
+      fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
   }
   if (chosen[1]) {
-    snprintf(path, sizeof path, "%s/stats.csv", dir);
-    if (access(path, R_OK) == 0)
-      fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", dir, dir);
-    else
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+      snprintf(path, sizeof path, "%s/stats.csv", leaves[i]);
+      if (access(path, R_OK) == 0 && ++found)
+        fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", leaves[i], leaves[i]);
+    }
+    if (!found)
       fprintf(stderr, "xptrace: no statistics (written at the program's exit%s)\n",
               chosen[0] ? "; the trace has the events" : "");
   }
+  for (size_t i = 0; i < n; i++)
+    free(leaves[i]);
+  free(leaves);
 }
 
 
@@ -173,19 +222,33 @@ typedef struct run_outputs {
   const bool *chosen;
   const char *format;
   bool sample;
+  const char *token;
+  struct xpt_counters *counters;
 } run_outputs_t;
+
+static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid); }
 
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
-  print_outputs(r->dir, r->chosen, r->format);
-  if (r->sample)
-    print_sample_outputs(r->dir);
+  counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
+  print_outputs(r->dir, r->chosen, r->format, r->token);
+  if (r->sample) {
+    char **leaves = NULL;
+    size_t n = xptrace_session_dirs(r->dir, r->token, &leaves);
+    for (size_t i = 0; i < n; i++) {
+      print_sample_outputs(leaves[i]);
+      free(leaves[i]);
+    }
+    free(leaves);
+    if (n == 0)
+      print_sample_outputs(r->dir);
+  }
 }
 
 int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
-         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION };
+         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -200,6 +263,7 @@ int cmd_run(int argc, char **argv) {
       {"exclude", required_argument, NULL, OPT_FN_EXCLUDE},
       {"depth", required_argument, NULL, OPT_FN_DEPTH},
       {"min-duration", required_argument, NULL, OPT_FN_MIN_DURATION},
+      {"counters", required_argument, NULL, OPT_COUNTERS},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -207,6 +271,7 @@ int cmd_run(int argc, char **argv) {
   run_options_t o = {.collectors = "perfetto,stats"};
   bool sample = false;
   const char *periods = NULL;
+  const char *counters = NULL;
   opterr = 0;
   optind = 1;
   int opt;
@@ -236,6 +301,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_FN_EXCLUDE: o.fn_exclude = optarg; break;
     case OPT_FN_DEPTH: o.fn_depth = optarg; break;
     case OPT_FN_MIN_DURATION: o.fn_min_duration = optarg; break;
+    case OPT_COUNTERS: counters = optarg; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -297,6 +363,11 @@ int cmd_run(int argc, char **argv) {
   /* Checked (and its environment set) before anything is created. */
   if ((rc = run_functions(&o)) != 0)
     return rc;
+  struct xpt_counters *cnt = NULL;
+  char why[160];
+  if (counters && !(cnt = counters_parse(counters, why, sizeof why)))
+    return usage_error(usage_run, "%s", why);
+  free(cnt); /* checked; made again once nothing can fail before the launch */
 
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)
@@ -312,6 +383,14 @@ int cmd_run(int argc, char **argv) {
   set_env(o.verbose, "XPTI_SUBSCRIBERS", subscribers);
   set_env(o.verbose, "XPTRACE_OUTPUT", dir);
   set_env(o.verbose, "XPTRACE_FINISHER", "launcher"); /* the recordings are ours to finish */
+  /* Marks the folders of this run's processes (a shared -o holds others). */
+  char token[128], host[64] = "";
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  gethostname(host, sizeof host - 1);
+  snprintf(token, sizeof token, "%s-%d-%lld%09ld", host, (int)getpid(), (long long)now.tv_sec,
+           now.tv_nsec);
+  set_env(o.verbose, "XPTRACE_SESSION", token);
   if (o.format)
     set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
   if (o.buffer_size)
@@ -345,7 +424,12 @@ int cmd_run(int argc, char **argv) {
   }
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
-  run_outputs_t outputs = {dir, chosen, o.format, sample};
+  cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
+  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt};
+  if (cnt) {
+    launch_on_fork = start_counters;
+    launch_on_fork_ctx = cnt;
+  }
   return launch_and_wait(command, o.verbose, run_after, &outputs);
 }
 

@@ -11,11 +11,24 @@ enum { EXIT_USAGE = 2, EXIT_CANNOT_RUN = 126, EXIT_NOT_FOUND = 127 };
 int cmd_run(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_avail(int argc, char **argv);
+/* xptrace report PATH (report.c) */
+int cmd_report(int argc, char **argv);
 /* xptrace finish DIR... */
 int cmd_finish(int argc, char **argv);
 /* Finish every recording under dir, printing each trace written;
  * *traces gets their number.  Returns 0, or 1 when one failed. */
 int xptrace_finish_dir(const char *dir, int *traces);
+/* The same, printing each trace's path only when print_traces. */
+int xptrace_finish_dir_print(const char *dir, int *traces, bool print_traces);
+/* xptrace merge DIR|TRACE... [-o OUT] */
+int cmd_merge(int argc, char **argv);
+/* The process folders of `xptrace run` session `token` in dir (sorted,
+ * malloc'ed); their number. */
+size_t xptrace_session_dirs(const char *dir, const char *token, char ***out);
+/* Merge the traces of those folders into dir/trace.perfetto-trace (a new
+ * name if taken); path gets it.  Returns 0, or 1 (said why). */
+int xptrace_merge_session(const char *dir, char **leaves, size_t n, char *path, size_t len,
+                          unsigned *processes);
 
 /* The collectors `run -c` knows, in the order of their index. */
 enum { NCOLLECTORS = 3 };
@@ -45,6 +58,10 @@ int output_dir_prepare(const char *usage, const char *output, const char *comman
 /* LD_PRELOAD gets the sampler first. */
 int preload_sampler(const char *usage, bool verbose);
 void print_sample_outputs(const char *dir);
+/* When set, called in xptrace with the command's pid once it is forked,
+ * before its exec (which waits until the hook returns). */
+extern void (*launch_on_fork)(int pid, void *ctx);
+extern void *launch_on_fork_ctx;
 /* fork + exec `command`, forwarding SIGTERM/SIGHUP; `after(ctx)` runs once
  * it ended; returns its status (128+N when killed by signal N). */
 int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx);

@@ -1,0 +1,169 @@
+/* xptrace report PATH: what a run recorded (samples, trace points,
+ * device work, counters, processes, threads), read back from its output
+ * folder or trace without running anything again.  See docs/report.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_load.h"
+#include "report_table.h"
+#include "xptrace_cmds.h"
+
+static const char usage_report[] =
+    "usage: xptrace report [options] PATH\n"
+    "PATH: an output folder of xptrace run/sample/merge (every .perfetto-trace under it),\n"
+    "or one trace file.\n"
+    "  --top N          rows per table (default 20, 0 = all)\n"
+    "  --sort COLUMN    sort every table having COLUMN by it (self, total, count, mean,\n"
+    "                   p99, inclusive, name, ...); default: each table's own\n"
+    "  --filter REGEX   only functions, trace points, commands, counters matching it\n"
+    "                   (POSIX extended); --tree: only samples with a matching frame\n"
+    "  --pid PID, --tid TID  only this process / thread\n"
+    "  --tree           the samples' call tree with percentages\n"
+    "  --depth N        --tree: N levels (default all)\n"
+    "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
+    "                   ratio = b / a\n"
+    "  --format text|csv|json  (default text)\n"
+    "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
+
+static int parse_count(const char *s, long min, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < min || v > INT_MAX)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int load(struct rp_model *m, const char *path, const struct rp_select *sel) {
+  int rc = rp_load(m, path);
+  if (!rp_model_finish(m, sel)) {
+    fprintf(stderr, "xptrace: report: out of memory reading %s\n", path);
+    rc = -1;
+  }
+  return rc;
+}
+
+int cmd_report(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"top", required_argument, NULL, 'n'},   {"sort", required_argument, NULL, 's'},
+      {"filter", required_argument, NULL, 'F'}, {"pid", required_argument, NULL, 'p'},
+      {"tid", required_argument, NULL, 't'},   {"tree", no_argument, NULL, 'T'},
+      {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
+      {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
+  const char *other = NULL, *filter = NULL;
+  long v;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'n':
+      if (parse_count(optarg, 0, &v))
+        return usage_error(usage_report, "--top wants a count, not '%s'", optarg);
+      o.top = (size_t)v;
+      break;
+    case 's':
+      o.sort = optarg;
+      break;
+    case 'F':
+      filter = optarg;
+      break;
+    case 'p':
+    case 't':
+      if (parse_count(optarg, 0, &v))
+        return usage_error(usage_report, "--%s wants a number, not '%s'",
+                           c == 'p' ? "pid" : "tid", optarg);
+      *(c == 'p' ? &o.sel.pid : &o.sel.tid) = (int32_t)v;
+      break;
+    case 'T':
+      o.tree = true;
+      break;
+    case 'd':
+      if (parse_count(optarg, 1, &v))
+        return usage_error(usage_report, "--depth wants a count of at least 1, not '%s'",
+                           optarg);
+      o.depth = (size_t)v;
+      break;
+    case 'D':
+      other = optarg;
+      break;
+    case 'f':
+      if (!strcmp(optarg, "text"))
+        o.format = RP_FMT_TEXT;
+      else if (!strcmp(optarg, "csv"))
+        o.format = RP_FMT_CSV;
+      else if (!strcmp(optarg, "json"))
+        o.format = RP_FMT_JSON;
+      else
+        return usage_error(usage_report, "unknown format '%s' (known: text, csv, json)", optarg);
+      break;
+    case 'h':
+      fputs(usage_report, stdout);
+      return 0;
+    default:
+      if (optopt)
+        return usage_error(usage_report, "option '%s' wants a value", argv[optind - 1]);
+      return usage_error(usage_report, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return usage_error(usage_report, "missing PATH");
+  if (optind + 1 < argc)
+    return usage_error(usage_report, "one PATH only ('%s' is extra; --diff OTHER compares)",
+                       argv[optind + 1]);
+  if (o.tree && other)
+    return usage_error(usage_report, "--tree and --diff do not go together");
+  if (filter) {
+    int err = regcomp(&o.sel.regex, filter, REG_EXTENDED | REG_NOSUB);
+    if (err) {
+      char msg[128];
+      regerror(err, &o.sel.regex, msg, sizeof msg);
+      return usage_error(usage_report, "bad --filter '%s': %s", filter, msg);
+    }
+    o.sel.have_regex = true;
+  }
+  const char *path = argv[optind];
+  int status = 0;
+  struct rp_model a, b;
+  rp_model_init(&a);
+  rp_model_init(&b);
+  if (load(&a, path, &o.sel) < 0)
+    status = 1;
+  if (other && load(&b, other, &o.sel) < 0)
+    status = 1;
+  struct rp_table tables[RP_TABLES_MAX];
+  size_t n;
+  if (other)
+    n = rp_tables_diff(&a, &b, &o.sel, tables);
+  else if (o.tree) {
+    rp_tree_build(&a, &o.sel, o.depth, &tables[0]);
+    n = 1;
+  } else
+    n = rp_tables_build(&a, &o.sel, tables);
+  for (size_t i = 0; i < n; i++) {
+    rp_table_sort(&tables[i], &o);
+    if (tables[i].oom && status == 0) {
+      fprintf(stderr, "xptrace: report: out of memory, table %s is incomplete\n", tables[i].id);
+      status = 1;
+    }
+  }
+  rp_print(stdout, tables, n, &o, path, other);
+  if (fflush(stdout) != 0 && status == 0) {
+    fprintf(stderr, "xptrace: report: cannot write the report: %s\n", strerror(errno));
+    status = 1;
+  }
+  for (size_t i = 0; i < n; i++)
+    rp_table_free(&tables[i]);
+  rp_model_free(&a);
+  rp_model_free(&b);
+  if (o.sel.have_regex)
+    regfree(&o.sel.regex);
+  return status;
+}

@@ -1,0 +1,163 @@
+/* xptrace report: reading an output folder or trace into the model,
+ * through the shared trace reader (src/trace/pt_read.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pt_read.h"
+#include "report_load.h"
+
+#define FRAMES_MAX 512
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A frame's name: its function, else "mapping+0xoffset", else "?". */
+static const char *frame_name(const struct pt_frame *f, char *buf, size_t len) {
+  if (f->function[0])
+    return f->function;
+  if (f->mapping[0]) {
+    const char *base = strrchr(f->mapping, '/');
+    snprintf(buf, len, "%s+0x%llx", base ? base + 1 : f->mapping, (unsigned long long)f->rel_pc);
+    return buf;
+  }
+  return "?";
+}
+
+static void load_sample(struct rp_model *m, struct pt_reader *r, const struct pt_packet *p) {
+  static struct pt_frame frames[FRAMES_MAX];
+  static char names[FRAMES_MAX][96];
+  const char *root_first[FRAMES_MAX];
+  size_t n = pt_reader_callstack(r, p->seq_id, p->sample.callstack_iid, frames, FRAMES_MAX);
+  if (n > FRAMES_MAX) /* the innermost frames are kept */
+    n = FRAMES_MAX;
+  for (size_t i = 0; i < n; i++)
+    root_first[n - 1 - i] = frame_name(&frames[i], names[i], sizeof names[i]);
+  rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, n);
+}
+
+/* Every packet of r into the model; closes r.  `path` names it in
+ * messages (NULL: none printed). */
+static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path) {
+  struct pt_packet p;
+  int rc;
+  while ((rc = pt_reader_next(r, &p)) > 0) {
+    switch (p.kind) {
+    case PT_PKT_TRACK:
+      if (p.track.is_thread)
+        rp_track_thread(m, p.track.uuid, p.track.parent_uuid, p.track.pid, p.track.tid,
+                        p.track.thread_name[0] ? p.track.thread_name : p.track.name);
+      else if (p.track.is_process)
+        rp_track_process(m, p.track.uuid, p.track.pid,
+                         p.track.process_name[0] ? p.track.process_name : p.track.name);
+      else
+        rp_track_other(m, p.track.uuid, p.track.parent_uuid, p.track.name, p.track.is_counter,
+                       false);
+      break;
+    case PT_PKT_EVENT:
+      if (!p.event.track || !p.has_ts)
+        break;
+      if (p.event.type == PT_EV_COUNTER || p.event.has_counter)
+        rp_counter_value(m, p.event.track, p.ts,
+                         p.event.counter_is_double ? p.event.counter_double
+                                                   : (double)p.event.counter_int);
+      else if (p.event.type == PT_EV_SLICE_BEGIN || p.event.type == PT_EV_SLICE_END ||
+               p.event.type == PT_EV_INSTANT)
+        rp_event(m, p.event.track, p.ts, (enum rp_ev_type)p.event.type, p.event.name,
+                 p.event.category);
+      break;
+    case PT_PKT_SAMPLE:
+      if (p.has_ts)
+        load_sample(m, r, &p);
+      break;
+    default:
+      break;
+    }
+  }
+  if (rc < 0 && path)
+    fprintf(stderr, "xptrace: report: %s: %s\n", path, pt_reader_error(r));
+  pt_reader_close(r);
+  return rc < 0 ? -1 : 0;
+}
+
+int rp_load_trace(struct rp_model *m, const char *path) {
+  char err[256];
+  struct pt_reader *r = pt_reader_open(path, 0, err, sizeof err);
+  if (!r) {
+    fprintf(stderr, "xptrace: report: %s\n", err);
+    return -1;
+  }
+  return load_reader(m, r, path);
+}
+
+int rp_load_mem(struct rp_model *m, const void *data, size_t len) {
+  struct pt_reader *r = pt_reader_open_mem(data, len, 0);
+  return r ? load_reader(m, r, NULL) : -1;
+}
+
+/* Every trace under dir, in name order: the subfolders' (depth first),
+ * then, with top_too, dir's own. */
+static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too, size_t *files) {
+  if (depth > 16)
+    return 0;
+  struct dirent **list;
+  int n = scandir(dir, &list, NULL, alphasort);
+  if (n < 0) {
+    fprintf(stderr, "xptrace: report: %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  int rc = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      const char *name = list[i]->d_name;
+      char path[4096];
+      struct stat st;
+      if (name[0] == '.' ||
+          (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
+          lstat(path, &st) != 0)
+        continue;
+      if (pass == 0 && S_ISDIR(st.st_mode)) {
+        if (load_dir(m, path, depth + 1, true, files) < 0)
+          rc = -1;
+      } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
+        if (!top_too && *files)
+          continue; /* a merged trace of the processes below */
+        ++*files;
+        if (rp_load_trace(m, path) < 0)
+          rc = -1;
+      } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".xprec")) {
+        fprintf(stderr,
+                "xptrace: report: %s is a recording not finished yet: xptrace finish %s\n", path,
+                dir);
+      }
+    }
+  for (int i = 0; i < n; i++)
+    free(list[i]);
+  free(list);
+  return rc;
+}
+
+int rp_load(struct rp_model *m, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "xptrace: report: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(st.st_mode))
+    return rp_load_trace(m, path);
+  size_t files = 0;
+  /* As `xptrace merge` reads a folder: the traces at its top are merged
+   * ones when its subfolders hold traces (the processes are there). */
+  int rc = load_dir(m, path, 0, false, &files);
+  if (files == 0) {
+    fprintf(stderr, "xptrace: report: no .perfetto-trace file in %s\n", path);
+    return -1;
+  }
+  return rc;
+}
