@@ -10,6 +10,7 @@ CASE is WAY-SCENARIO; WAY says how the fixture was built (cyg:
 -finstrument-functions, pg: -pg -mfentry -mnop-mcount, pfe:
 -fpatchable-function-entry=5, plain: nothing, cxx-*: the C++ fixture)."""
 import csv
+import glob
 import os
 import shutil
 import subprocess
@@ -23,6 +24,14 @@ EXIT = {"exit_deep1": 1, "exit_deep2": 1}
 CXX = {"catcher": 3, "mid": 3, "thrower": 3, "cleanup_fn": 3, "after_catch": 3,
        "Guard::~Guard()": 3, "main": 1}
 
+
+
+def process_dir(out):
+    """xptrace run writes one folder per process: the fixture's is the only one."""
+    dirs = [d for d in glob.glob(os.path.join(out, "*", "stats.csv"))]
+    if len(dirs) != 1:
+        fail("expected one process folder with stats.csv in %s, found %r" % (out, dirs))
+    return os.path.dirname(dirs[0])
 
 def merged(*parts):
     out = {}
@@ -80,7 +89,7 @@ def debian(xptrace, scratch):
     print(run.stderr)
     if run.returncode != 0 or run.stdout != alone.stdout:
         fail("status %d, output %r (alone %r)" % (run.returncode, run.stdout, alone.stdout))
-    with open(os.path.join(out, "stats.csv"), newline="") as f:
+    with open(os.path.join(process_dir(out), "stats.csv"), newline="") as f:
         ours = [int(r["count"]) for r in csv.DictReader(f) if r["name"] == "PyImport_ImportModule"]
     ud = os.path.join(scratch, "uftrace.data")
     subprocess.run([uftrace, "record", "--no-libcall", "-d", ud, "-P", "^PyImport_ImportModule$"]
@@ -128,7 +137,7 @@ def main():
         fail("unexpected message from the library")
 
     mins = scenario == "minimum"
-    with open(os.path.join(out, "stats.csv"), newline="") as f:
+    with open(os.path.join(process_dir(out), "stats.csv"), newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["stream"] == "xptrace.functions"]
     got = {}
     for r in rows:

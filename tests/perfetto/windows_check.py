@@ -11,9 +11,15 @@ stats.csv.  windows_check.py DIR EXPECTED_WINDOWS
 - the stats count of each slice equals the slices in the trace."""
 import csv
 import json
+import os
 import sys
 
 d, expected = sys.argv[1], int(sys.argv[2])
+# xptrace run writes one folder per process: the fixture's is the only one.
+sub = [e.path for e in os.scandir(d) if e.is_dir()]
+if len(sub) != 1:
+    sys.exit(f"windows_check: expected one process folder in {d}, found {sub}")
+d = sub[0]
 events = json.load(open(f"{d}/trace.json"))
 events = events["traceEvents"] if isinstance(events, dict) else events
 fail = []
