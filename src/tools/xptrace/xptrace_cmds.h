@@ -1,11 +1,52 @@
-/* Subcommands of xptrace that live in files of their own. */
+/* Inside the xptrace command: one file per subcommand (run.c, sample.c,
+ * avail.c, finish.c) and what they share (launch.c). */
 #ifndef XPTRACE_CMDS_H
 #define XPTRACE_CMDS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+enum { EXIT_USAGE = 2, EXIT_CANNOT_RUN = 126, EXIT_NOT_FOUND = 127 };
+
+int cmd_run(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+int cmd_avail(int argc, char **argv);
 /* xptrace finish DIR... */
 int cmd_finish(int argc, char **argv);
 /* Finish every recording under dir, printing each trace written;
  * *traces gets their number.  Returns 0, or 1 when one failed. */
 int xptrace_finish_dir(const char *dir, int *traces);
+
+/* The collectors `run -c` knows, in the order of their index. */
+enum { NCOLLECTORS = 3 };
+extern const struct xptrace_collector {
+  const char *name;
+  const char *library;
+  const char *description;
+} xptrace_collectors[NCOLLECTORS];
+
+/* Our libraries: <bin>/../<libdir> installed, <bin>/../lib in the build tree. */
+extern char lib_dir[]; /* PATH_MAX bytes */
+void locate_lib_dir(void);
+void lib_path(const char *library, char *buf, size_t len);
+bool lib_exists(const char *library);
+
+/* One line naming the problem, then the usage; returns EXIT_USAGE. */
+int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0, or the shell's status (127/126) after its one-line message. */
+int command_check(const char *cmd);
+/* "SIGSEGV" for 11. */
+const char *signal_name(int sig);
+/* setenv, printed with -v. */
+void set_env(bool verbose, const char *name, const char *value);
+/* The output folder made absolute into `dir` (-o, or a new default). */
+int output_dir_prepare(const char *usage, const char *output, const char *command0, char *dir,
+                       size_t len);
+/* LD_PRELOAD gets the sampler first. */
+int preload_sampler(const char *usage, bool verbose);
+void print_sample_outputs(const char *dir);
+/* fork + exec `command`, forwarding SIGTERM/SIGHUP; `after(ctx)` runs once
+ * it ended; returns its status (128+N when killed by signal N). */
+int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx);
 
 #endif /* XPTRACE_CMDS_H */

@@ -1,0 +1,112 @@
+/* xptrace avail: what this installation offers. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <xpti/xpti_data_types.h>
+
+#include "xpt_collector.h"
+#include "xptrace_cmds.h"
+
+static const char usage_avail[] =
+    "usage: xptrace avail\n"
+    "List the collectors (and whether their library is found), the environment\n"
+    "variables with their defaults, and the trace point and event types.\n";
+
+
+/* ---- avail --------------------------------------------------------------- */
+
+int cmd_avail(int argc, char **argv) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  opterr = 0;
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    if (opt == 'h') {
+      fputs(usage_avail, stdout);
+      return 0;
+    }
+    return usage_error(usage_avail, "unknown option '%s'", argv[optind - 1]);
+  }
+  if (optind < argc)
+    return usage_error(usage_avail, "unexpected argument '%s'", argv[optind]);
+
+  printf("Collectors (libraries in %s):\n", lib_dir);
+  for (int i = 0; i < NCOLLECTORS; ++i)
+    printf("  %-9s %-66s [%s]\n", xptrace_collectors[i].name, xptrace_collectors[i].description,
+           lib_exists(xptrace_collectors[i].library) ? "found" : "not found");
+  printf("  dispatcher libxptifw.so [%s]\n", lib_exists("libxptifw.so") ? "found" : "not found");
+  printf("  sampler   libxptrace_sampler.so (xptrace sample, run --sample) [%s]\n",
+         lib_exists("libxptrace_sampler.so") ? "found" : "not found");
+
+  static const char *const env[][2] = {
+      {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run: 1)"},
+      {"XPTI_FRAMEWORK_DISPATCHER", "unset: tracing off (run: <lib>/libxptifw.so)"},
+      {"XPTI_SUBSCRIBERS", "unset: none (run: the collectors' libraries, comma list)"},
+      {"XPTI_TEXT_OUTPUT", "stderr (run -c text: <output>/text.log)"},
+      {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run: -o or ./xptrace-<command>-<pid>)"},
+      {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
+      {"XPTRACE_BUFFER_SIZE", "64M"},
+      {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
+      {"XPTRACE_STREAMS", "unset: every stream"},
+      {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
+      {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},
+      {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
+      {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
+      {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
+      {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
+      {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
+      {"XPTRACE_SAMPLE_DEPTH", "64 (frames, 1-512; sample --depth)"},
+      {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
+  };
+  printf("\nEnvironment (default):\n");
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)
+    printf("  %-28s %s\n", env[i][0], env[i][1]);
+
+  printf("\nTrace point types (value):\n");
+  static const uint16_t types[] = {
+      XPTI_TRACE_GRAPH_CREATE, XPTI_TRACE_NODE_CREATE, XPTI_TRACE_EDGE_CREATE,
+      XPTI_TRACE_REGION_BEGIN, XPTI_TRACE_REGION_END, XPTI_TRACE_TASK_BEGIN,
+      XPTI_TRACE_TASK_END, XPTI_TRACE_BARRIER_BEGIN, XPTI_TRACE_BARRIER_END,
+      XPTI_TRACE_LOCK_BEGIN, XPTI_TRACE_LOCK_END, XPTI_TRACE_SIGNAL,
+      XPTI_TRACE_TRANSFER_BEGIN, XPTI_TRACE_TRANSFER_END, XPTI_TRACE_THREAD_BEGIN,
+      XPTI_TRACE_THREAD_END, XPTI_TRACE_WAIT_BEGIN, XPTI_TRACE_WAIT_END,
+      XPTI_TRACE_FUNCTION_BEGIN, XPTI_TRACE_FUNCTION_END, XPTI_TRACE_METADATA,
+      XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, XPTI_TRACE_FUNCTION_WITH_ARGS_END,
+      XPTI_TRACE_MEM_ALLOC_BEGIN, XPTI_TRACE_MEM_ALLOC_END, XPTI_TRACE_MEM_RELEASE_BEGIN,
+      XPTI_TRACE_MEM_RELEASE_END, XPTI_TRACE_DIAGNOSTICS, XPTI_TRACE_USER_DEFINED,
+  };
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) {
+    char name[64];
+    printf("  %-26s %u\n", xpt_trace_type_name(types[i], name, sizeof name), (unsigned)types[i]);
+  }
+  printf("  (user-defined: (tool_id << 8) | 0x80 | n; shown as <tool>:<n>_begin/_end)\n");
+
+  static const struct {
+    const char *name;
+    unsigned value;
+  } events[] = {
+      {"unknown", XPTI_EVENT_UNKNOWN},       {"graph", XPTI_EVENT_GRAPH},
+      {"algorithm", XPTI_EVENT_ALGORITHM},   {"barrier", XPTI_EVENT_BARRIER},
+      {"scheduler", XPTI_EVENT_SCHEDULER},   {"async", XPTI_EVENT_ASYNC},
+      {"lock", XPTI_EVENT_LOCK},             {"offload_read", XPTI_EVENT_OFFLOAD_READ},
+      {"offload_write", XPTI_EVENT_OFFLOAD_WRITE},
+      {"offload_memory_object", XPTI_EVENT_OFFLOAD_MEMORY_OBJECT},
+      {"offload_accessor", XPTI_EVENT_OFFLOAD_ACCESSOR},
+      {"user_defined", XPTI_EVENT_USER_DEFINED},
+  };
+  printf("\nEvent types (value):\n");
+  for (size_t i = 0; i < sizeof events / sizeof events[0]; ++i)
+    printf("  %-26s %u\n", events[i].name, events[i].value);
+  return 0;
+}
+

@@ -1,0 +1,268 @@
+/* What the subcommands share: where our libraries are, checking and
+ * launching the command, the output folder, messages.  See docs/xptrace.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <xpti/xpti_data_types.h>
+
+#include "xpt_collector.h"
+#include "xptrace_cmds.h"
+
+#ifndef XPTRACE_REL_LIBDIR
+#define XPTRACE_REL_LIBDIR "../lib"
+#endif
+#define XPTRACE_BUILD_REL_LIBDIR "../lib"
+
+const struct xptrace_collector xptrace_collectors[NCOLLECTORS] = {
+    {"perfetto", "libxpti_perfetto.so", "trace file for ui.perfetto.dev (Perfetto protobuf or Chrome JSON)"},
+    {"stats", "libxpti_stats.so", "count, total, self, mean, min, max, p50/p95/p99 per event name"},
+    {"text", "libxpti_text.so", "one line per notification (reference collector)"},
+};
+
+/* ---- library location -------------------------------------------------- */
+
+char lib_dir[PATH_MAX];
+
+/* The folder holding libxptifw.so, found next to the executable. */
+void locate_lib_dir(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(lib_dir, sizeof lib_dir, "%s", XPTRACE_REL_LIBDIR);
+    return;
+  }
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash)
+    *slash = '\0';
+  const char *candidates[] = {XPTRACE_REL_LIBDIR, XPTRACE_BUILD_REL_LIBDIR};
+  for (size_t i = 0; i < 2; ++i) {
+    char dir[PATH_MAX + 32], probe[PATH_MAX + 64], resolved[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", exe, candidates[i]);
+    snprintf(probe, sizeof probe, "%s/libxptifw.so", dir);
+    if (access(probe, R_OK) == 0 && realpath(dir, resolved)) {
+      snprintf(lib_dir, sizeof lib_dir, "%s", resolved);
+      return;
+    }
+  }
+  if (snprintf(lib_dir, sizeof lib_dir, "%s/%s", exe, XPTRACE_REL_LIBDIR) >= (int)sizeof lib_dir)
+    snprintf(lib_dir, sizeof lib_dir, "%s", XPTRACE_REL_LIBDIR);
+}
+
+void lib_path(const char *library, char *buf, size_t len) {
+  snprintf(buf, len, "%s/%s", lib_dir, library);
+}
+
+bool lib_exists(const char *library) {
+  char path[PATH_MAX + 64];
+  lib_path(library, path, sizeof path);
+  return access(path, R_OK) == 0;
+}
+
+/* One line naming the problem, then the usage; the program is not run. */
+int usage_error(const char *usage, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("xptrace: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fputs(usage, stderr);
+  return EXIT_USAGE;
+}
+
+/* Whether `cmd` can be executed, searching PATH as execvp does.  Returns 0,
+ * or the shell's exit status (127 not found, 126 not executable) after
+ * the shell's one-line message; nothing is created before this. */
+int command_check(const char *cmd) {
+  struct stat st;
+  if (strchr(cmd, '/')) {
+    if (stat(cmd, &st) != 0) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(errno));
+      return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(EISDIR));
+      return EXIT_CANNOT_RUN;
+    }
+    if (access(cmd, X_OK) != 0) {
+      fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(errno));
+      return EXIT_CANNOT_RUN;
+    }
+    return 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path)
+    path = "/bin:/usr/bin";
+  bool denied = false;
+  while (*path) {
+    const char *end = strchr(path, ':');
+    size_t n = end ? (size_t)(end - path) : strlen(path);
+    char full[PATH_MAX];
+    if (snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? path : ".", cmd) < (int)sizeof full &&
+        stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (access(full, X_OK) == 0)
+        return 0;
+      denied = true;
+    }
+    if (!end)
+      break;
+    path = end + 1;
+  }
+  if (denied) {
+    fprintf(stderr, "xptrace: %s: %s\n", cmd, strerror(EACCES));
+    return EXIT_CANNOT_RUN;
+  }
+  fprintf(stderr, "xptrace: %s: command not found\n", cmd);
+  return EXIT_NOT_FOUND;
+}
+
+const char *signal_name(int sig) {
+  static char buf[16];
+  const char *abbrev = sigabbrev_np(sig);
+  if (!abbrev)
+    return "unknown";
+  snprintf(buf, sizeof buf, "SIG%s", abbrev);
+  return buf;
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* A SIGTERM/SIGHUP sent to xptrace goes to the command, which then ends
+ * as it would have; xptrace reports that. */
+static void forward_signal(int sig) {
+  if (child_pid > 0)
+    kill((pid_t)child_pid, sig);
+}
+
+void set_env(bool verbose, const char *name, const char *value) {
+  setenv(name, value, 1);
+  if (verbose)
+    fprintf(stderr, "xptrace: %s=%s\n", name, value);
+}
+/* ---- launching (run and sample) --------------------------------------- */
+
+/* The output folder, absolute, created before the program starts so that
+ * its name can be printed and a bad one refused.  -o: an existing folder
+ * must be ours and not writable by others; the default name is always a
+ * new folder ("-1", "-2" ... when taken: the pid is easy to guess). */
+int output_dir_prepare(const char *usage, const char *output, const char *command0,
+                              char *dir, size_t len) {
+  if (output && !*output)
+    return usage_error(usage, "empty output folder name");
+  if (output) {
+    snprintf(dir, len, "%s", output);
+  } else {
+    const char *base = strrchr(command0, '/');
+    snprintf(dir, len, "xptrace-%s-%d", base ? base + 1 : command0, (int)getpid());
+  }
+  if (dir[0] != '/') {
+    char cwd[PATH_MAX], joined[2 * PATH_MAX + 1];
+    if (!getcwd(cwd, sizeof cwd))
+      return usage_error(usage, "cannot read the current folder: %s", strerror(errno));
+    snprintf(joined, sizeof joined, "%s/%s", cwd, dir);
+    if (snprintf(dir, len, "%s", joined) >= (int)len)
+      return usage_error(usage, "output directory name too long");
+  }
+  char why[2 * PATH_MAX];
+  int err = output ? xpt_dir_prepare(dir, why, sizeof why)
+                   : xpt_dir_create_new(dir, len, why, sizeof why);
+  if (err)
+    return usage_error(usage, "%s", why);
+  return 0;
+}
+
+/* LD_PRELOAD gets the sampler first, before what the user preloads. */
+int preload_sampler(const char *usage, bool verbose) {
+  char sampler[PATH_MAX + 64];
+  lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  if (access(sampler, R_OK) != 0)
+    return usage_error(usage, "sampler not installed: %s: %s", sampler, strerror(errno));
+  const char *preload = getenv("LD_PRELOAD");
+  if (preload && *preload) {
+    size_t n = strlen(preload) + strlen(sampler) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+      return 1;
+    snprintf(joined, n, "%s:%s", sampler, preload);
+    set_env(verbose, "LD_PRELOAD", joined);
+    free(joined);
+  } else {
+    set_env(verbose, "LD_PRELOAD", sampler);
+  }
+  /* A sampled xptrace's own root marker is not the command's. */
+  unsetenv("XPTRACE_SAMPLE_ROOT_PID");
+  return 0;
+}
+
+void print_sample_outputs(const char *dir) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/samples.folded", dir);
+  if (access(path, R_OK) == 0)
+    fprintf(stderr, "xptrace: samples %s (flamegraph.pl, speedscope), %s/samples.csv\n", path, dir);
+  else
+    fprintf(stderr, "xptrace: no samples written (%s missing)\n", path);
+}
+
+/* Run the command with the environment set up, wait for it; returns its
+ * exit status (128+N when killed by signal N).  `after` prints what it
+ * left, before the status is reported. */
+int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx) {
+  if (verbose) {
+    fputs("xptrace: running", stderr);
+    for (char **a = command; *a; ++a)
+      fprintf(stderr, " %s", *a);
+    fputc('\n', stderr);
+  }
+
+  /* Ctrl-C reaches the command from the terminal; xptrace waits for it
+   * to finish its output instead of dying first. */
+  struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
+  struct sigaction old_int, old_quit;
+  sigemptyset(&ignore.sa_mask);
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "xptrace: cannot start %s: %s\n", command[0], strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    execvp(command[0], command);
+    fprintf(stderr, "xptrace: cannot run %s: %s\n", command[0], strerror(errno));
+    _exit(errno == ENOENT ? EXIT_NOT_FOUND : 126);
+  }
+  child_pid = pid;
+  sigaction(SIGTERM, &forward, NULL);
+  sigaction(SIGHUP, &forward, NULL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "xptrace: lost %s: %s\n", command[0], strerror(errno));
+      return 1;
+    }
+  }
+  if (after)
+    after(ctx);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    fprintf(stderr, "xptrace: %s killed by signal %d (%s)\n", command[0], sig, signal_name(sig));
+    return 128 + sig;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+

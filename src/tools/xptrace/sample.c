@@ -1,0 +1,150 @@
+/* xptrace sample: call stacks of any program, sampled. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <xpti/xpti_data_types.h>
+
+#include "xpt_collector.h"
+#include "xptrace_cmds.h"
+/* The sampler's settings parsers: the command refuses what the library
+ * would ignore. */
+#include "sampler_config.h"
+#ifdef XPTRACE_HAVE_PERF
+#include "sample_perf.h"
+#endif
+
+static const char usage_sample[] =
+    "usage: xptrace sample [options] -- command [args...]\n"
+    "Sample the call stacks of every thread of the command (and of its forked\n"
+    "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
+    "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
+    "      --method M           timer (signals inside the program, default) or perf\n"
+    "                           (kernel perf_event sampling from outside, CPU time only)\n"
+    "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
+    "      --periods SPEC       sample only inside time windows: space-separated\n"
+    "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
+    "                           process_cputime; seconds; cycles 0 = forever)\n"
+    "      --depth N            deepest stack recorded, 1 to 512 frames (default 64)\n"
+    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
+    "  -v, --verbose            print the environment and command before running\n"
+    "  -h, --help               this help\n"
+    "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
+    "127 if the command cannot be found; 126 if it is a folder or not executable.\n";
+
+
+/* ---- sample --------------------------------------------------------------- */
+
+static void sample_after(const void *ctx) {
+  const char *dir = ctx;
+  fprintf(stderr, "xptrace: output in %s\n", dir);
+  print_sample_outputs(dir);
+}
+
+int cmd_sample(int argc, char **argv) {
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD };
+  static const struct option longopts[] = {
+      {"freq", required_argument, NULL, 'f'},
+      {"method", required_argument, NULL, OPT_METHOD},
+      {"clock", required_argument, NULL, OPT_CLOCK},
+      {"periods", required_argument, NULL, OPT_PERIODS},
+      {"depth", required_argument, NULL, OPT_DEPTH},
+      {"output", required_argument, NULL, 'o'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
+  const char *method = "timer";
+  bool verbose = false;
+  opterr = 0;
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "+:f:o:vh", longopts, NULL)) != -1) {
+    switch (opt) {
+    case 'f': freq = optarg; break;
+    case OPT_CLOCK: clock = optarg; break;
+    case OPT_PERIODS: periods = optarg; break;
+    case OPT_DEPTH: depth = optarg; break;
+    case OPT_METHOD: method = optarg; break;
+    case 'o': output = optarg; break;
+    case 'v': verbose = true; break;
+    case 'h': fputs(usage_sample, stdout); return 0;
+    case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error(usage_sample, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return usage_error(usage_sample, "missing command");
+  if (output && !*output)
+    return usage_error(usage_sample, "empty output folder name");
+  double hz = 100;
+  if (freq && !sampler_parse_freq(freq, &hz))
+    return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
+  bool on[SAMPLER_NCLOCKS] = {false};
+  if (clock && !sampler_parse_clock(clock, on))
+    return usage_error(usage_sample, "unknown clock '%s' (cputime, realtime or both)", clock);
+  unsigned frames = 64;
+  if (depth && !sampler_parse_depth(depth, &frames))
+    return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
+  bool perf = strcmp(method, "perf") == 0;
+  if (!perf && strcmp(method, "timer") != 0)
+    return usage_error(usage_sample, "unknown method '%s' (perf or timer)", method);
+  if (perf && ((clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME])) || periods))
+    return usage_error(usage_sample, "--method perf samples CPU time only, without --periods");
+  sampler_period_t specs[SAMPLER_MAX_PERIODS];
+  size_t nspecs;
+  char bad[64];
+  if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
+    return usage_error(usage_sample,
+                       "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
+                       "or process_cputime; seconds; duration > 0)",
+                       bad[0] ? bad : periods);
+  char sampler[PATH_MAX + 64];
+  int rc;
+  lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  if (access(sampler, R_OK) != 0)
+    return usage_error(usage_sample, "sampler not installed: %s: %s", sampler, strerror(errno));
+
+  char **command = &argv[optind];
+  if ((rc = command_check(command[0])) != 0)
+    return rc;
+  char dir[PATH_MAX];
+  rc = output_dir_prepare(usage_sample, output, command[0], dir, sizeof dir);
+  if (rc)
+    return rc;
+#ifdef XPTRACE_HAVE_PERF
+  if (perf) {
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 64, dir, verbose};
+    char why[256];
+    if (sample_perf_available(&po, why, sizeof why))
+      return sample_perf_run(command, &po, sample_after, dir);
+    fprintf(stderr, "xptrace sample: %s; using the timer method\n", why);
+  }
+#else
+  if (perf)
+    fprintf(stderr, "xptrace sample: built without the perf method (libdw); using the timer method\n");
+#endif
+  set_env(verbose, "XPTRACE_OUTPUT", dir);
+  if (freq)
+    set_env(verbose, "XPTRACE_SAMPLE_FREQ", freq);
+  if (clock)
+    set_env(verbose, "XPTRACE_SAMPLE_CLOCK", clock);
+  if (depth)
+    set_env(verbose, "XPTRACE_SAMPLE_DEPTH", depth);
+  if (periods)
+    set_env(verbose, "XPTRACE_SAMPLE_PERIODS", periods);
+  if ((rc = preload_sampler(usage_sample, verbose)) != 0)
+    return rc;
+  return launch_and_wait(command, verbose, sample_after, dir);
+}
+
