@@ -20,6 +20,9 @@ case "$sanitize" in
   export ASAN_OPTIONS="verify_asan_link_order=0:fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0"
   ;;
+*thread*)
+  export TSAN_OPTIONS="suppressions=$here/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+  ;;
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
