@@ -68,7 +68,7 @@ void layer_clock_setup(void) {
   xpt_msg("xpti: XPTRACE_MPI_TEST_CLOCK_OFFSET_NS='%s' is not <rank>:<ns>; ignored", v);
 }
 
-static void layer_serve(void) {
+static void layer_serve(int phase) {
   long need = (long)(layer_world_size - 1) * LAYER_ROUNDS, served = 0;
   uint64_t last = layer_mono();
   unsigned idle = 0;
@@ -79,9 +79,9 @@ static void layer_serve(void) {
       return;
     if (!flag) {
       if (layer_mono() - last > (uint64_t)LAYER_IDLE_NS) {
-        xpt_msg("xpti: MPI layer: %ld of %ld clock pings came to rank 0 (a rank without the "
-                "layer?); clocks of the others are not estimated",
-                served, need);
+        xpt_msg("xpti: MPI layer: rank 0 got %ld of %ld clock pings in %s (ranks without the "
+                "layer?); it stopped waiting after 10 s",
+                served, need, phase ? "MPI_Finalize" : "MPI_Init");
         return;
       }
       if (++idle > 1000) { /* spin a little, then let the others run */
@@ -161,7 +161,7 @@ void layer_clock_sync(int phase) {
   struct xpt_clock_est *e = &layer_est[phase];
   if (layer_world_rank == 0) {
     if (layer_world_size > 1)
-      layer_serve();
+      layer_serve(phase);
     uint64_t t = layer_now();
     *e = (struct xpt_clock_est){t, 0, 0};
   } else {
