@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define XPT_SHARED_VERSION 1
+#define XPT_SHARED_VERSION 2
 enum { XPT_ONCE_SLOTS = 256 };
 
 typedef struct xpt_shared {
@@ -32,6 +32,11 @@ typedef struct xpt_shared {
   bool out_default;   /* the default name: never reuse an existing folder */
   bool out_fixed;     /* name fixed at fork before it was created */
   char out_path[PATH_MAX];
+  /* under `xptrace run` (XPTRACE_SESSION set): the run's folder, which
+   * holds one subfolder per process (out_path) */
+  bool out_session, out_base_created;
+  char out_base[PATH_MAX];
+  char out_token[128]; /* XPTRACE_SESSION: written to <out_path>/xptrace.session */
 } xpt_shared_t;
 
 /* The process-wide instance (the first copy loaded). */

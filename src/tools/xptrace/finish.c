@@ -9,16 +9,22 @@
 #include "xpt_finish.h"
 #include "xptrace_cmds.h"
 
+struct finish_ctx {
+  int traces;
+  bool print_traces;
+};
+
 static void finish_print(const struct xpt_finish_result *res, void *ctx) {
+  struct finish_ctx *c = ctx;
   if (res->busy) {
     fprintf(stderr,
             "xptrace: %s [%d] is still running; when it ends: xptrace finish %s\n",
             res->program[0] ? res->program : "a process", res->pid, res->trace);
     return;
   }
-  int *n = ctx;
-  ++*n;
-  fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
+  ++c->traces;
+  if (c->print_traces)
+    fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
   if (res->dropped)
     fprintf(stderr, "xptrace: %s [%d] dropped %llu events%s\n", res->program, res->pid,
             (unsigned long long)res->dropped,
@@ -27,9 +33,15 @@ static void finish_print(const struct xpt_finish_result *res, void *ctx) {
                                   : "");
 }
 
+int xptrace_finish_dir_print(const char *dir, int *traces, bool print_traces) {
+  struct finish_ctx c = {0, print_traces};
+  int rc = xpt_finish_tree(dir, "xptrace:", finish_print, &c) < 0 ? 1 : 0;
+  *traces = c.traces;
+  return rc;
+}
+
 int xptrace_finish_dir(const char *dir, int *traces) {
-  *traces = 0;
-  return xpt_finish_tree(dir, "xptrace:", finish_print, traces) < 0 ? 1 : 0;
+  return xptrace_finish_dir_print(dir, traces, true);
 }
 
 static const char usage_finish[] =

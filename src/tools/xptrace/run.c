@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xpti/xpti_data_types.h>
@@ -82,26 +83,62 @@ static int run_collectors(const char *list, char *subscribers, size_t len, bool 
   return 0;
 }
 
-static void print_outputs(const char *dir, const bool chosen[], const char *format) {
-  (void)format;
+/* The MPI rank of this `xptrace run` (mpirun ... xptrace run): NULL if none. */
+static const char *run_mpi_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v)
+      return v;
+  }
+  return NULL;
+}
+
+/* Every process of the run wrote into a folder of its own (marked with
+ * the session token); their traces become one, dir/trace.perfetto-trace,
+ * except for an MPI rank (the ranks share the folder: `xptrace merge`
+ * joins them once all have ended). */
+static void print_outputs(const char *dir, const bool chosen[], const char *format,
+                          const char *token) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
+  char **leaves = NULL;
+  size_t n = xptrace_session_dirs(dir, token, &leaves);
+  const char *rank = run_mpi_rank();
+  bool merge = !rank && !(format && strcmp(format, "json") == 0);
   char path[PATH_MAX + 64];
   if (chosen[0]) {
     /* The program's recordings (its forked and exec'd children's too)
      * become traces here, however the program ended. */
     int traces = 0;
-    xptrace_finish_dir(dir, &traces);
-    if (traces == 0)
+    xptrace_finish_dir_print(dir, &traces, !merge);
+    unsigned processes = 0;
+    char merged[PATH_MAX + 300];
+    if (merge && n && xptrace_merge_session(dir, leaves, n, merged, sizeof merged, &processes) == 0) {
+      if (processes > 1)
+        fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
+      fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
+    } else if (traces == 0) {
       fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
+    } else if (merge) {
+      fprintf(stderr, "xptrace: the traces are in the process folders of %s\n", dir);
+    }
+    if (rank)
+      fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
   }
   if (chosen[1]) {
-    snprintf(path, sizeof path, "%s/stats.csv", dir);
-    if (access(path, R_OK) == 0)
-      fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", dir, dir);
-    else
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+      snprintf(path, sizeof path, "%s/stats.csv", leaves[i]);
+      if (access(path, R_OK) == 0 && ++found)
+        fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", leaves[i], leaves[i]);
+    }
+    if (!found)
       fprintf(stderr, "xptrace: no statistics (written at the program's exit%s)\n",
               chosen[0] ? "; the trace has the events" : "");
   }
+  for (size_t i = 0; i < n; i++)
+    free(leaves[i]);
+  free(leaves);
 }
 
 
@@ -112,13 +149,23 @@ typedef struct run_outputs {
   const bool *chosen;
   const char *format;
   bool sample;
+  const char *token;
 } run_outputs_t;
 
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
-  print_outputs(r->dir, r->chosen, r->format);
-  if (r->sample)
-    print_sample_outputs(r->dir);
+  print_outputs(r->dir, r->chosen, r->format, r->token);
+  if (r->sample) {
+    char **leaves = NULL;
+    size_t n = xptrace_session_dirs(r->dir, r->token, &leaves);
+    for (size_t i = 0; i < n; i++) {
+      print_sample_outputs(leaves[i]);
+      free(leaves[i]);
+    }
+    free(leaves);
+    if (n == 0)
+      print_sample_outputs(r->dir);
+  }
 }
 
 int cmd_run(int argc, char **argv) {
@@ -222,6 +269,14 @@ int cmd_run(int argc, char **argv) {
   set_env(o.verbose, "XPTI_SUBSCRIBERS", subscribers);
   set_env(o.verbose, "XPTRACE_OUTPUT", dir);
   set_env(o.verbose, "XPTRACE_FINISHER", "launcher"); /* the recordings are ours to finish */
+  /* Marks the folders of this run's processes (a shared -o holds others). */
+  char token[128], host[64] = "";
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  gethostname(host, sizeof host - 1);
+  snprintf(token, sizeof token, "%s-%d-%lld%09ld", host, (int)getpid(), (long long)now.tv_sec,
+           now.tv_nsec);
+  set_env(o.verbose, "XPTRACE_SESSION", token);
   if (o.format)
     set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
   if (o.buffer_size)
@@ -262,7 +317,7 @@ int cmd_run(int argc, char **argv) {
   }
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
-  run_outputs_t outputs = {dir, chosen, o.format, sample};
+  run_outputs_t outputs = {dir, chosen, o.format, sample, token};
   return launch_and_wait(command, o.verbose, run_after, &outputs);
 }
 

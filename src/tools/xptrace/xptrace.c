@@ -25,11 +25,13 @@ static const char usage_main[] =
     "usage: xptrace run [options] -- command [args...]\n"
     "       xptrace sample [options] -- command [args...]\n"
     "       xptrace finish DIR...\n"
+    "       xptrace merge [-o OUT] DIR|TRACE...\n"
     "       xptrace avail\n"
     "       xptrace --help | --version\n"
     "run: run a program with XPTI tracing on and collectors loaded.\n"
     "sample: profile any program by sampling its call stacks (flame graph input).\n"
     "finish: write the traces of recordings a killed or crashed program left.\n"
+    "merge: one trace from the traces of many processes, runs or hosts.\n"
     "'xptrace run --help' and 'xptrace sample --help' list the options, 'xptrace avail'\n"
     "the collectors and environment variables.\n";
 
@@ -45,6 +47,8 @@ int main(int argc, char **argv) {
     return cmd_sample(argc - 1, argv + 1);
   if (strcmp(sub, "finish") == 0)
     return cmd_finish(argc - 1, argv + 1);
+  if (strcmp(sub, "merge") == 0)
+    return cmd_merge(argc - 1, argv + 1);
   if (strcmp(sub, "avail") == 0)
     return cmd_avail(argc - 1, argv + 1);
   if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {

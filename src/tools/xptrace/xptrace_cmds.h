@@ -16,6 +16,17 @@ int cmd_finish(int argc, char **argv);
 /* Finish every recording under dir, printing each trace written;
  * *traces gets their number.  Returns 0, or 1 when one failed. */
 int xptrace_finish_dir(const char *dir, int *traces);
+/* The same, printing each trace's path only when print_traces. */
+int xptrace_finish_dir_print(const char *dir, int *traces, bool print_traces);
+/* xptrace merge DIR|TRACE... [-o OUT] */
+int cmd_merge(int argc, char **argv);
+/* The process folders of `xptrace run` session `token` in dir (sorted,
+ * malloc'ed); their number. */
+size_t xptrace_session_dirs(const char *dir, const char *token, char ***out);
+/* Merge the traces of those folders into dir/trace.perfetto-trace (a new
+ * name if taken); path gets it.  Returns 0, or 1 (said why). */
+int xptrace_merge_session(const char *dir, char **leaves, size_t n, char *path, size_t len,
+                          unsigned *processes);
 
 /* The collectors `run -c` knows, in the order of their index. */
 enum { NCOLLECTORS = 3 };
