@@ -36,9 +36,11 @@ extern "C" {
 /* Flows between slices, also across processes: "this thread's next
  * slice begin starts flow <instance>" (FLOW_OUT) and "this thread's next
  * slice end ends flow <instance>" (FLOW_IN), on any stream of the thread.
- * instance = the flow id: 64 bits, nonzero, the same in the two processes
- * (the MPI layer derives it from the message's channel and order), unique
- * in the job.  event: any trace point of the producer (required for a
+ * instance = the flow id: 64 bits, nonzero, the same in the two processes.
+ * Ids with bit 63 set promise to be unique across processes and runs
+ * (the MPI layer's: a hash of the job, the message's channel and order):
+ * `xptrace merge` keeps them, so they join processes merged from any
+ * folders; other ids are made unique per merged run by the merge.  event: any trace point of the producer (required for a
  * user-defined type).  Type values, as for timed slices:
  *   xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID)
  * The stats collector skips them; the trace writer attaches them to the

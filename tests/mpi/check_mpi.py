@@ -2,6 +2,7 @@
 """Check the traces of an MPI run of tests/mpi/mpi_app.c.
 
   check_mpi.py PROTO_FILE MODE ROUNDS SIZE DIR... [--apply TOOL] [--skew RANK:NS]
+                [--merged TRACE]
 
 DIR: the output folders of the run (one per rank; a rank's folder holds
 trace*.perfetto-trace and mpi-clock.<pid>).  Checks, for MODE (ring,
@@ -13,6 +14,8 @@ exchange, collective, fork) and SIZE ranks:
 - with --apply TOOL (tests/mpi/mpi_clock_apply): every timestamp mapped to
   rank 0's clock by the correction of src/trace/xpt_clock_correct.c;
   then every flow must start no later than it ends;
+- with --merged TRACE (xptrace merge of the DIRs): the same checks on the
+  ranks' processes of that one trace, whose times the merge corrected;
 - with --skew RANK:NS (the run had XPTRACE_MPI_TEST_CLOCK_OFFSET_NS):
   the rank's clock estimates must see the offset (offset = -NS within
   the round trip), and without correction some message must seem to go
@@ -44,13 +47,13 @@ def read_clock(path):
 
 
 def decode(proto, trace):
-    """-> process name, pid, slices [(name, begin, end, flows_out, flows_in)] in order."""
+    """-> {pid: {"name": process name, "slices": [slice dicts in order]}}."""
     out = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(proto), proto],
                          stdin=open(trace, "rb"), capture_output=True)
     if out.returncode:
         fail("protoc: " + out.stderr.decode(errors="replace"))
     root = ct.parse_text(out.stdout.decode("utf-8", "replace"))
-    seqs, proc, slices, stacks = {}, None, [], {}
+    seqs, procs, stacks, track_pid = {}, {}, {}, {}
     for p in root.get("packet", []):
         sid = ct.one(p, "trusted_packet_sequence_id", 0)
         st = seqs.setdefault(sid, {"names": {}, "cats": {}, "inc": None, "clock": None, "track": None})
@@ -75,7 +78,9 @@ def decode(proto, trace):
         td = ct.one(p, "track_descriptor")
         if td and ct.one(td, "process"):
             pr = ct.one(td, "process")
-            proc = (ct.one(pr, "process_name"), ct.one(pr, "pid"))
+            procs.setdefault(ct.one(pr, "pid"), {"slices": []})["name"] = ct.one(pr, "process_name")
+        if td and ct.one(td, "thread"):
+            track_pid[ct.one(td, "uuid")] = ct.one(ct.one(td, "thread"), "pid")
         ts = None
         if "timestamp" in p:
             clock = ct.one(p, "timestamp_clock_id", st["clock"])
@@ -97,7 +102,7 @@ def decode(proto, trace):
             s = {"name": name, "cat": cats[0] if cats else None, "begin": ts, "end": None,
                  "out": list(te.get("flow_ids", [])), "in": []}
             stack.append(s)
-            slices.append(s)
+            procs.setdefault(track_pid.get(track), {"slices": []})["slices"].append(s)
         elif etype == "TYPE_SLICE_END":
             if not stack:
                 fail("%s: slice end without begin" % trace)
@@ -109,7 +114,7 @@ def decode(proto, trace):
     for track, stack in stacks.items():
         if stack:
             fail("%s: %d slices left open" % (trace, len(stack)))
-    return proc, slices
+    return procs
 
 
 def expected(mode, rounds, size, rank):
@@ -138,7 +143,11 @@ def expected(mode, rounds, size, rank):
 
 def main():
     args = sys.argv[1:]
-    apply_tool = skew = None
+    apply_tool = skew = merged = None
+    if "--merged" in args:
+        i = args.index("--merged")
+        merged = args[i + 1]
+        del args[i:i + 2]
     if "--apply" in args:
         i = args.index("--apply")
         apply_tool = args[i + 1]
@@ -150,6 +159,22 @@ def main():
         del args[i:i + 2]
     proto, mode, rounds, size, dirs = args[0], args[1], int(args[2]), int(args[3]), args[4:]
     ranks = {}
+    if merged:  # one trace of every rank, times corrected by xptrace merge
+        clocks = {}
+        for d in dirs:
+            for c in glob.glob(os.path.join(d, "mpi-clock.*")):
+                k = read_clock(c)
+                clocks[k["rank"]] = k
+        for pid, pr in decode(proto, merged).items():
+            name = pr.get("name") or ""
+            if " rank " not in name:
+                continue
+            r = int(name.rsplit(" rank ", 1)[1].split("/")[0])
+            if name != "mpi_app rank %d/%d" % (r, size) or r not in clocks or r in ranks:
+                fail("%s: process %r (pid %s) unexpected" % (merged, name, pid))
+            ranks[r] = {"clock": clocks[r], "slices": [s for s in pr["slices"] if s["cat"] == "mpi.api"],
+                        "trace": merged}
+        dirs = []
     for d in dirs:
         clocks = glob.glob(os.path.join(d, "mpi-clock.*"))
         traces = sorted(glob.glob(os.path.join(d, "trace*.perfetto-trace")))
@@ -157,11 +182,13 @@ def main():
             fail("%s: expected one mpi-clock file and one trace, found %d and %d" %
                  (d, len(clocks), len(traces)))
         clk = read_clock(clocks[0])
-        proc, slices = decode(proto, traces[0])
+        procs = decode(proto, traces[0])
         r = clk["rank"]
         want = "mpi_app rank %d/%d" % (r, size)
-        if proc is None or proc[0] != want or proc[1] != clk["pid"]:
-            fail("%s: process %r, expected %r (pid %d)" % (traces[0], proc, want, clk["pid"]))
+        if list(procs) != [clk["pid"]] or procs[clk["pid"]].get("name") != want:
+            fail("%s: processes %s, expected %r (pid %d)" %
+                 ({k: v.get("name") for k, v in procs.items()}, traces[0], want, clk["pid"]))
+        slices = procs[clk["pid"]]["slices"]
         if r in ranks:
             fail("rank %d twice" % r)
         ranks[r] = {"clock": clk, "slices": [s for s in slices if s["cat"] == "mpi.api"],
@@ -221,17 +248,18 @@ def main():
                      (r, off, -ns, rtt))
         print("check_mpi: rank %d: injected %d ns, estimated %s (round trips %s)" %
               (r, ns, [e[1] for e in clk["est"]], [e[2] for e in clk["est"]]))
-        if not apply_tool and not backwards:
+        if not apply_tool and not merged and not backwards:
             fail("the injected skew leaves every message in order: the test shows nothing")
-    if (apply_tool or not skew) and backwards:
+    if (apply_tool or merged or not skew) and backwards:
         f, s, e = backwards[0]
         fail("%d messages end before they start, e.g. rank %d %s #%d at %d -> rank %d %s #%d at %d" %
              (len(backwards), s[0], s[1], s[2], s[3], e[0], e[1], e[2], e[3]))
     for r in sorted(ranks):
         print("check_mpi: rank %d: %d MPI slices, %d clock estimates" %
               (r, len(ranks[r]["slices"]), len(ranks[r]["clock"]["est"])))
-    print("check_mpi: OK: %d ranks, %d messages as flows%s" %
-          (size, len(starts), " (skew %s)" % (skew,) if skew else ""))
+    print("check_mpi: OK: %d ranks, %d messages as flows%s%s" %
+          (size, len(starts), " (skew %s)" % (skew,) if skew else "",
+           " in the merged trace" if merged else ""))
 
 
 if __name__ == "__main__":

@@ -64,15 +64,23 @@ fi
 if grep -q "xpti:" traced.err; then
   echo "FAIL: messages from the layer or the collectors:"; grep "xpti:" traced.err; exit 1
 fi
-set -- traced/xptrace-mpi_app-*
+# One run folder per rank's xptrace, the rank's own folder inside.
+set -- traced/xptrace-mpi_app-*/rank-*-mpi_app-*
 if [ $# -ne $np ]; then
-  echo "FAIL: $# output folders, expected $np"; ls -R traced; exit 1
+  echo "FAIL: $# rank folders, expected $np"; ls -R traced; exit 1
 fi
-if [ -n "$skew" ]; then
-  python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" --skew "$skew" || exit 1
-  python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" --skew "$skew" --apply "$apply"
-  exit $?
-fi
-python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" || exit 1
-# Corrected to rank 0's clock (no skew here): still every message in order.
-python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" --apply "$apply"
+skewarg=""
+[ -n "$skew" ] && skewarg="--skew $skew"
+# As recorded (with a skew: it must show), then corrected by the function
+# the merge calls, then in the trace `xptrace merge` makes of the four
+# run folders (messages as arrows, ranks aligned).
+python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg || exit 1
+python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg --apply "$apply" || exit 1
+"$xptrace" merge -o merged.perfetto-trace traced/xptrace-mpi_app-* 2>merge.err || {
+  echo "FAIL: xptrace merge"; cat merge.err; exit 1; }
+python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg \
+  --merged merged.perfetto-trace >merged.check || { cat merged.check; exit 1; }
+cat merged.check
+flows=$(sed -n 's/.*OK: [0-9]* ranks, \([0-9]*\) messages.*/\1/p' merged.check)
+python3 "$here/../perfetto/check_trace.py" proto "$proto" merged.perfetto-trace --flows "$flows" \
+  --threads $np

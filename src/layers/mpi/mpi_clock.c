@@ -3,7 +3,8 @@
  * folder (format and use: src/trace/xpt_clock_correct.h).
  *
  * Every rank r > 0 sends rank 0 LAYER_ROUNDS pings on MPI_COMM_WORLD
- * (tag LAYER_TAG); rank 0 answers each with its clock T.  r keeps the
+ * (tag LAYER_TAG); rank 0 answers each with its clock T (and a random
+ * number of the job, which flow ids mix in: layer_job_salt).  r keeps the
  * round with the smallest round trip: offset = T - (t0 + t1) / 2, off by
  * at most half that round trip.  Rank 0 answers pings in whatever order
  * they come and gives up after LAYER_IDLE_NS without one (a rank without
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,8 +95,8 @@ static void layer_serve(int phase) {
     idle = 0;
     int8_t ping;
     PMPI_Recv(&ping, 1, MPI_INT8_T, st.MPI_SOURCE, LAYER_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    int64_t t = (int64_t)layer_now();
-    PMPI_Send(&t, 1, MPI_INT64_T, st.MPI_SOURCE, LAYER_TAG, MPI_COMM_WORLD);
+    int64_t t[2] = {(int64_t)layer_now(), (int64_t)layer_job_salt};
+    PMPI_Send(t, 2, MPI_INT64_T, st.MPI_SOURCE, LAYER_TAG, MPI_COMM_WORLD);
     served++;
     last = layer_mono();
   }
@@ -104,17 +106,18 @@ static void layer_ping(struct xpt_clock_est *e) {
   e->rtt_ns = UINT64_MAX;
   for (int i = 0; i < LAYER_ROUNDS; i++) {
     int8_t ping = 0;
-    int64_t t;
+    int64_t t[2];
     uint64_t t0 = layer_now();
     if (PMPI_Send(&ping, 1, MPI_INT8_T, 0, LAYER_TAG, MPI_COMM_WORLD) != MPI_SUCCESS ||
-        PMPI_Recv(&t, 1, MPI_INT64_T, 0, LAYER_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+        PMPI_Recv(t, 2, MPI_INT64_T, 0, LAYER_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
             MPI_SUCCESS)
       return;
     uint64_t t1 = layer_now();
+    layer_job_salt = (uint64_t)t[1];
     if (t1 - t0 < e->rtt_ns) {
       e->rtt_ns = t1 - t0;
       e->local_ns = t0 + (t1 - t0) / 2;
-      e->offset_ns = t - (int64_t)e->local_ns;
+      e->offset_ns = t[0] - (int64_t)e->local_ns;
     }
   }
 }
@@ -159,6 +162,9 @@ void layer_clock_sync(int phase) {
       PMPI_Finalized(&down) != MPI_SUCCESS || down)
     return;
   struct xpt_clock_est *e = &layer_est[phase];
+  if (layer_world_rank == 0 && phase == 0 &&
+      getrandom(&layer_job_salt, sizeof layer_job_salt, 0) != sizeof layer_job_salt)
+    layer_job_salt = layer_mono() ^ (uint64_t)getpid() << 32;
   if (layer_world_rank == 0) {
     if (layer_world_size > 1)
       layer_serve(phase);

@@ -25,6 +25,7 @@ static const char *const layer_names[XPT_MPI_FN_COUNT] = {XPT_MPI_FUNCTIONS(XPT_
 #undef XPT_MPI_NAME
 
 int layer_world_rank = -1, layer_world_size = -1;
+uint64_t layer_job_salt;
 xpt_mpi_chans_t layer_chans = XPT_MPI_CHANS_INIT;
 xpt_mpi_reqs_t layer_reqs = XPT_MPI_REQS_INIT;
 
@@ -242,7 +243,7 @@ static uint64_t layer_send_flow(layer_comm_t *lc, int dest, int tag) {
   int to = layer_to_world(lc, dest), me = layer_to_world(lc, lc ? lc->rank : -1);
   if (to < 0 || me < 0)
     return 0;
-  return xpt_mpi_chan_next(&layer_chans, layer_comm_id(lc), me, to, tag, 0);
+  return xpt_mpi_chan_next(&layer_chans, layer_comm_id(lc) ^ layer_job_salt, me, to, tag, 0);
 }
 
 /* The flow of a receive completed with `st` on comm `lc`. */
@@ -253,7 +254,8 @@ static uint64_t layer_recv_flow(layer_comm_t *lc, const MPI_Status *st) {
   int from = layer_to_world(lc, st->MPI_SOURCE), me = layer_to_world(lc, lc ? lc->rank : -1);
   if (from < 0 || me < 0)
     return 0;
-  return xpt_mpi_chan_next(&layer_chans, layer_comm_id(lc), me, from, st->MPI_TAG, 1);
+  return xpt_mpi_chan_next(&layer_chans, layer_comm_id(lc) ^ layer_job_salt, me, from,
+                           st->MPI_TAG, 1);
 }
 
 static void layer_recv_done(layer_call_t *c, layer_comm_t *lc, const MPI_Status *st,

@@ -46,6 +46,9 @@ typedef struct layer_comm {
 } layer_comm_t;
 
 XPT_MPI_HIDDEN extern int layer_world_rank, layer_world_size;
+/* Rank 0's random number, sent with its first clock answer: flows of
+ * different jobs never share an id. */
+XPT_MPI_HIDDEN extern uint64_t layer_job_salt;
 XPT_MPI_HIDDEN extern xpt_mpi_chans_t layer_chans;
 XPT_MPI_HIDDEN extern xpt_mpi_reqs_t layer_reqs;
 

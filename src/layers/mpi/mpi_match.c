@@ -18,7 +18,7 @@ uint64_t xpt_mpi_flow_id(uint64_t comm_id, int32_t src, int32_t dst, int32_t tag
   h = mix64(h ^ ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst));
   h = mix64(h ^ (uint32_t)tag);
   h = mix64(h ^ n);
-  return h ? h : 1;
+  return h | 1ull << 63; /* unique across runs: merge keeps it (xptrace_protocol.h) */
 }
 
 static size_t chan_hash(uint64_t comm_id, int32_t peer, int32_t tag, int dir) {

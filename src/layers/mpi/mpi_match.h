@@ -21,7 +21,8 @@
 
 #define XPT_MPI_HIDDEN __attribute__((visibility("hidden")))
 
-/* 64-bit, nonzero; the same in the sending and the receiving process. */
+/* 64-bit with bit 63 set; the same in the sending and the receiving
+ * process.  comm_id: the communicator's id mixed with the job's salt. */
 XPT_MPI_HIDDEN uint64_t xpt_mpi_flow_id(uint64_t comm_id, int32_t src, int32_t dst, int32_t tag,
                                         uint64_t n);
 
