@@ -650,6 +650,10 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   memset(&f, 0, sizeof f);
   f.fd = -1;
   char tmp[320] = "", trace[256];
+  if (fstat(fd, &st) == 0 && st.st_nlink == 0) {
+    rc = 1; /* another finisher had it first and removed it (a shared -o) */
+    goto out;
+  }
   if (fstat(fd, &st) != 0 || (size_t)st.st_size < XPT_REC_HEADER_SIZE) {
     xpt_msg("%s '%s/%s' is not a recording (too short)", prefix, dir, name);
     goto out;

@@ -55,8 +55,11 @@ exec)
   # The exec'd image makes a recording of its own; both become traces.
   xrun e exec
   [ $? = 0 ] || fail "exit: $(cat e.err)"
-  check e/trace.perfetto-trace --slices $pairs --name work=$pairs
-  check e/trace.1.perfetto-trace --slices $pairs --name work=$pairs
+  # same program, same pid: one process folder holds both; the run's
+  # trace has both images
+  check e/fault_workload-*/trace.perfetto-trace --slices $pairs --name work=$pairs
+  check e/fault_workload-*/trace.1.perfetto-trace --slices $pairs --name work=$pairs
+  check e/trace.perfetto-trace --slices $((2 * pairs)) --processes 1
   no_recording_left e
   ;;
 closefds)
@@ -86,8 +89,10 @@ orphan)
     tries=$((tries + 1))
     [ $tries -lt 20 ] || fail "the child never ended: $(cat o.finish)"
   done
-  child=$(ls -d o/child-*)
-  check "$child/trace.perfetto-trace" --slices $pairs
+  for d in o/fault_workload-*; do # the parent's folder and the child's
+    check "$d/trace.perfetto-trace" --slices $pairs
+  done
+  [ "$(ls -d o/fault_workload-* | wc -l)" = 2 ] || fail "not two process folders: $(ls o)"
   no_recording_left o
   ;;
 sigint-term)
@@ -181,12 +186,13 @@ disk-full)
   rc=$?
   [ "$rc" = 0 ] || fail "exit $rc: $(cat f.err)"
   cat f.err
-  if [ -e small/out/trace.perfetto-trace ]; then
-    python3 "$checker" proto "$proto" small/out/trace.perfetto-trace --total $((8 * 2 * 8000)) \
+  trace=$(ls small/out/*/trace.perfetto-trace 2>/dev/null | head -n 1) # the process's own
+  if [ -n "$trace" ]; then
+    python3 "$checker" proto "$proto" "$trace" --total $((8 * 2 * 8000)) \
         --min-dropped 1 || fail "trace cut or drops not counted"
     grep -q "dropped [0-9]* events (the disk was full)" f.err || fail "the full disk is not said"
   elif grep -q "cannot write the trace.*the recording is kept" f.err; then
-    ls small/out/events*.xprec >/dev/null 2>&1 || fail "the recording was not kept"
+    ls small/out/*/events*.xprec >/dev/null 2>&1 || fail "the recording was not kept"
   else
     fail "no trace and no reason"
   fi

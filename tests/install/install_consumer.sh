@@ -25,8 +25,9 @@ for exe in "$tmp/consumer_pc" "$tmp/cm/build/consumer_cmake"; do
     { cat "$tmp/log"; echo "FAIL: xptrace run failed"; exit 1; }
   grep -q "consumer done, tracing on" "$tmp/log" || { cat "$tmp/log"; echo "FAIL: not traced"; exit 1; }
   # the payload (XPTI_PAYLOAD_HERE in main) names the trace point: 3 visits
-  grep -q '^consumer,task,main,span,3,' "$tmp/out/stats.csv" ||
-    { cat "$tmp/out/stats.csv"; echo "FAIL: no stats row for 3 tasks"; exit 1; }
+  # every process writes into a folder of its own under the run's folder
+  grep -q '^consumer,task,main,span,3,' "$tmp"/out/*/stats.csv ||
+    { cat "$tmp"/out/*/stats.csv; echo "FAIL: no stats row for 3 tasks"; exit 1; }
   rm -rf "$tmp/out"
 done
 echo "install consumer: ok"

@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$xptrace" run --opencl -c stats,perfetto -o "$out/o" -- "$program" >"$out/stdout" 2>"$out/stderr" ||
   { cat "$out/stderr"; fail "xptrace run exited $?"; }
 grep -q '^vadd rounds=3 ' "$out/stdout" || fail "program output: $(cat "$out/stdout")"
-csv=$out/o/stats.csv
+csv=$(ls "$out"/o/*/stats.csv | head -n 1) # the process's own folder
 for row in 'opencl.api,function_with_args,clEnqueueNDRangeKernel,span,3,' \
            'opencl.api,function_with_args,clSetKernelArg,span,3,' \
            'opencl.graph,task,vadd,span,3,' \

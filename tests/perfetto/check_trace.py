@@ -114,6 +114,8 @@ class Summary:
         self.dev_slices = []  # (lane name, begin, end)
         self.lanes = {}  # lane key -> name
         self.dev_flows = 0
+        self.processes = {}  # pid -> process name
+        self.cross_flows = 0  # flows between tracks of two processes
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -189,6 +191,8 @@ def check_proto(proto_file, trace, args):
     flow_ends = {}
     flow_at = {}
     graph_starts = {}
+    seq_pids = {}  # sequence -> pids of the tracks it writes on (one, for a process)
+    last_global_snapshot = None
     for i, p in enumerate(packets):
         seq_id = one(p, "trusted_packet_sequence_id", 0)
         if not seq_id:
@@ -209,6 +213,12 @@ def check_proto(proto_file, trace, args):
         cs = one(p, "clock_snapshot")
         if cs:
             clocks = {one(c, "clock_id"): c for c in cs.get("clocks", [])}
+            if all(cid < INCREMENTAL_MIN for cid in clocks) and MONOTONIC in clocks:
+                # Perfetto wants the snapshots of one clock set in time order
+                mono = one(clocks[MONOTONIC], "timestamp")
+                if last_global_snapshot is not None and mono < last_global_snapshot:
+                    fail("global clock snapshot of packet %d goes back in time" % i)
+                last_global_snapshot = mono
             for cid, c in clocks.items():
                 if cid >= INCREMENTAL_MIN:
                     if MONOTONIC not in clocks:
@@ -233,6 +243,14 @@ def check_proto(proto_file, trace, args):
             if not uuid:
                 fail("track descriptor without uuid")
             tracks[uuid] = td
+            pr = one(td, "process")
+            if pr:
+                pid = one(pr, "pid")
+                if pid in s.processes and s.processes[pid] != one(pr, "process_name"):
+                    fail("pid %s names two processes: %r, %r" % (pid, s.processes[pid],
+                                                                 one(pr, "process_name")))
+                s.processes[pid] = one(pr, "process_name")
+            seq_pids.setdefault(seq_id, set()).add(track_pid(tracks, uuid))
             th = one(td, "thread")
             if th:
                 s.threads.add((one(th, "pid"), one(th, "tid")))
@@ -287,10 +305,12 @@ def check_proto(proto_file, trace, args):
             one(tdesc, "name") not in (None, "graph") and "parent_uuid" in tdesc
         if is_lane:
             s.lanes[track] = one(tdesc, "name")
+        pid = track_pid(tracks, track)
+        seq_pids.setdefault(seq_id, set()).add(pid)
         for f in te.get("flow_ids", []):
-            flow_at.setdefault(f, [None, None])[0] = (is_lane, ts)
+            flow_at.setdefault(f, [None, None])[0] = (is_lane, ts, pid)
         for f in te.get("terminating_flow_ids", []):
-            flow_at.setdefault(f, [None, None])[1] = (is_lane, ts)
+            flow_at.setdefault(f, [None, None])[1] = (is_lane, ts, pid)
         if one(tdesc, "name") == "graph" and "parent_uuid" in tdesc:
             g = {"name": name, "ts": ts, "idx": i, "anns": annotations(te, st["anns"]),
                  "out": te.get("flow_ids", []), "in": te.get("terminating_flow_ids", [])}
@@ -345,9 +365,29 @@ def check_proto(proto_file, trace, args):
         if f not in flow_starts:
             fail("flow %d ends without a start" % f)
     count_device_flows(s, flow_at)
+    for start, end in flow_at.values():
+        if start and end and start[2] != end[2]:
+            s.cross_flows += 1
+    for seq_id, pids in seq_pids.items():
+        if len(pids - {None}) > 1:
+            fail("sequence %d writes on tracks of processes %s" % (seq_id, sorted(pids - {None})))
     check_graph(s, graph_starts)
     s.open += sum(len(v) for v in stacks.values())
     return s
+
+
+def track_pid(tracks, uuid):
+    """The pid a track belongs to: its own, or its parent's."""
+    seen = set()
+    while uuid in tracks and uuid not in seen:
+        seen.add(uuid)
+        td = tracks[uuid]
+        for k in ("thread", "process"):
+            d = one(td, k)
+            if d and one(d, "pid") is not None:
+                return one(d, "pid")
+        uuid = one(td, "parent_uuid")
+    return None
 
 
 def count_device_flows(s, flow_at):
@@ -546,6 +586,9 @@ def main():
     ap.add_argument("--window")
     ap.add_argument("--any-flow-order", action="store_true")
     ap.add_argument("--allow-unmatched", action="store_true")
+    ap.add_argument("--processes", type=int)
+    ap.add_argument("--process-name", action="append", default=[])
+    ap.add_argument("--cross-flows", type=int)
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -582,6 +625,19 @@ def main():
     if a.clock_samples is not None:
         check_clock(s.clock, a.clock_samples)
     check_device(s, a)
+    if s.processes:
+        print("check_trace: processes=%d (%s) cross-process flows=%d" % (
+            len(s.processes), ", ".join("%s %s" % (n, p) for p, n in sorted(s.processes.items())),
+            s.cross_flows))
+    if a.processes is not None and len(s.processes) != a.processes:
+        fail("expected %d processes, found %d" % (a.processes, len(s.processes)))
+    if a.cross_flows is not None and s.cross_flows != a.cross_flows:
+        fail("expected %d flows between processes, found %d" % (a.cross_flows, s.cross_flows))
+    for spec in a.process_name:
+        n, c = spec.rsplit("=", 1)
+        got = sum(1 for v in s.processes.values() if v == n)
+        if got != int(c):
+            fail("expected %s processes named %r, found %d" % (c, n, got))
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

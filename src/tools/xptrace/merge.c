@@ -321,7 +321,8 @@ int cmd_merge(int argc, char **argv) {
     }
   }
   if (in.n == 0) {
-    fprintf(stderr, "xptrace: merge: nothing to merge\n");
+    if (status == 0)
+      fprintf(stderr, "xptrace: merge: nothing to merge\n");
     inputs_free(&in);
     return 1;
   }

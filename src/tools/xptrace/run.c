@@ -110,7 +110,16 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     /* The program's recordings (its forked and exec'd children's too)
      * become traces here, however the program ended. */
     int traces = 0;
-    xptrace_finish_dir_print(dir, &traces, !merge);
+    if (n == 0) {
+      xptrace_finish_dir_print(dir, &traces, !merge);
+    } else {
+      /* only this run's: a shared -o holds other runs' processes */
+      for (size_t i = 0; i < n; i++) {
+        int k = 0;
+        xptrace_finish_dir_print(leaves[i], &k, !merge);
+        traces += k;
+      }
+    }
     unsigned processes = 0;
     char merged[PATH_MAX + 300];
     if (merge && n && xptrace_merge_session(dir, leaves, n, merged, sizeof merged, &processes) == 0) {

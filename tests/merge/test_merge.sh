@@ -1,0 +1,169 @@
+#!/bin/sh
+# Tests of per-process output and `xptrace merge` (issue 11 items 1, 2, 4).
+# usage: test_merge.sh MODE XPTRACE WORKLOAD PROTO CHECKER DUMP GEN SANITIZE SCRATCH
+#   MODE: script | runs | shared | bad | memory
+#   WORKLOAD: tests/perfetto's pt_workload; DUMP: pt_read_dump; GEN: gen_trace
+#   SANITIZE: the build's XPTRACE_SANITIZE ("" for none)
+set -u
+mode=$1 xptrace=$2 w=$3 proto=$4 checker=$5 dump=$6 gen=$7 sanitize=$8 scratch=$9
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cd "$scratch" || exit 1
+failures=0
+fail() {
+  echo "FAIL [$mode]: $*" >&2
+  failures=$((failures + 1))
+}
+check() { python3 "$checker" proto "$proto" "$@" >check.out 2>&1 || fail "check_trace $*: $(cat check.out)"; }
+# field NAME FILE: a count of check_trace's summary line (slices=, flows=...)
+field() { sed -n "s/^check_trace: slices=.* $1=\([0-9]*\).*/\1/p; s/^check_trace: $1=\([0-9]*\) .*/\1/p" "$2" | head -n 1; }
+# sum NAME TRACE...: that count summed over the traces, each checked alone
+sum() {
+  name=$1
+  shift
+  total=0
+  for t in "$@"; do
+    python3 "$checker" proto "$proto" "$t" >one.out 2>&1 || fail "check_trace $t: $(cat one.out)"
+    total=$((total + $(field "$name" one.out)))
+  done
+  echo "$total"
+}
+
+case $mode in
+script)
+  # A shell script running three traced programs, one of which forks:
+  # four processes, four folders, one merged trace.
+  "$xptrace" run -o run -- sh -c "'$w' basic && '$w' threads 3 50 && '$w' fork" >run.out 2>run.err
+  [ $? = 0 ] || fail "run: $(cat run.err)"
+  n=$(ls -d run/pt_workload-*/ | wc -l)
+  [ "$n" = 4 ] || fail "expected 4 process folders, found $n: $(ls run)"
+  for d in run/pt_workload-*/; do
+    [ -s "$d/trace.perfetto-trace" ] || fail "$d: no trace"
+    [ -s "$d/xptrace.session" ] || fail "$d: no session mark"
+  done
+  [ ! -e run/child-* ] 2>/dev/null || fail "a child folder inside: $(ls run)"
+  grep -qxF "xptrace: one trace of 4 processes" run.err || fail "no merge line: $(cat run.err)"
+  grep -qxF "xptrace: trace $PWD/run/trace.perfetto-trace (open in https://ui.perfetto.dev)" run.err ||
+    fail "merged trace not named: $(cat run.err)"
+  [ "$(grep -c '^xptrace: trace ' run.err)" = 1 ] || fail "more than one trace line: $(cat run.err)"
+  slices=$(sum slices run/pt_workload-*/trace.perfetto-trace)
+  flows=$(sum flows run/pt_workload-*/trace.perfetto-trace)
+  threads=$(sum threads run/pt_workload-*/trace.perfetto-trace)
+  [ "$slices" -gt 0 ] || fail "no slices in the process traces"
+  check run/trace.perfetto-trace --processes 4 --process-name pt_workload=4 --slices "$slices" \
+    --flows "$flows" --threads "$threads" --cross-flows 0
+  # the reader sees what the checker sees
+  "$dump" run/trace.perfetto-trace >dump.out 2>&1 || fail "reader: $(cat dump.out)"
+  grep -q " begins=$slices ends=$slices " dump.out || fail "reader counts $(cat dump.out), checker $slices slices"
+  grep -q " processes=4 " dump.out || fail "reader: not 4 process tracks: $(cat dump.out)"
+  ;;
+runs)
+  # Two runs' folders merged; a run merged with a copy of itself (every
+  # pid taken twice: moved, never joined).
+  "$xptrace" run -o r1 -- "$w" basic >r1.out 2>r1.err || fail "run 1: $(cat r1.err)"
+  "$xptrace" run -o r2 -- "$w" fork >r2.out 2>r2.err || fail "run 2: $(cat r2.err)"
+  "$xptrace" merge -o both.perfetto-trace r1 r2 >m.out 2>m.err
+  [ $? = 0 ] || fail "merge: $(cat m.err)"
+  grep -qF "xptrace: merged 3 traces (3 processes, " m.err || fail "summary: $(cat m.err)"
+  slices=$(sum slices r1/pt_workload-*/trace.perfetto-trace r2/pt_workload-*/trace.perfetto-trace)
+  flows=$(sum flows r1/pt_workload-*/trace.perfetto-trace r2/pt_workload-*/trace.perfetto-trace)
+  check both.perfetto-trace --processes 3 --slices "$slices" --flows "$flows"
+  # a folder alone: its merged trace at the top is not read again
+  "$xptrace" merge r1 >m1.out 2>m1.err || fail "merge r1: $(cat m1.err)"
+  [ -s r1/trace-1.perfetto-trace ] || fail "merge r1: no r1/trace-1.perfetto-trace: $(ls r1)"
+  check r1/trace-1.perfetto-trace --processes 1 --slices "$(sum slices r1/pt_workload-*/trace.perfetto-trace)"
+  cp -r r1 r1copy
+  "$xptrace" merge -o dup.perfetto-trace r1 r1copy >d.out 2>d.err || fail "merge dup: $(cat d.err)"
+  grep -q "pid [0-9]* is another process's too: shown as [0-9]*" d.err || fail "pid clash not said: $(cat d.err)"
+  check dup.perfetto-trace --processes 2 --process-name pt_workload=2 \
+    --slices $((2 * $(sum slices r1/pt_workload-*/trace.perfetto-trace)))
+  # a trace file given alone, and a folder and a file together
+  t=$(ls r2/pt_workload-*/trace.perfetto-trace | head -n 1)
+  "$xptrace" merge -o one.perfetto-trace "$t" r1 2>o.err || fail "merge file+dir: $(cat o.err)"
+  check one.perfetto-trace --processes 2
+  ;;
+shared)
+  # Three `xptrace run`s at once with one -o: every process keeps its
+  # folder and trace, each run merges only its own processes.
+  for i in 1 2 3; do
+    "$xptrace" run -o shared -- "$w" fork >"s$i.out" 2>"s$i.err" &
+  done
+  wait
+  for i in 1 2 3; do
+    grep -q "^xptrace: trace .*shared/trace.*\.perfetto-trace (open in" "s$i.err" || fail "run $i: $(cat "s$i.err")"
+  done
+  n=$(ls -d shared/pt_workload-*/ | wc -l)
+  [ "$n" = 6 ] || fail "expected 6 process folders, found $n: $(ls shared)"
+  merged=$(ls shared/trace*.perfetto-trace | wc -l)
+  [ "$merged" = 3 ] || fail "expected 3 merged traces, found $merged: $(ls shared)"
+  one=$(sum slices "$(ls -d shared/pt_workload-*/ | head -n 1)trace.perfetto-trace")
+  for t in shared/trace*.perfetto-trace; do
+    check "$t" --processes 2 --slices $((2 * one))
+  done
+  "$xptrace" merge -o all.perfetto-trace shared 2>all.err || fail "merge shared: $(cat all.err)"
+  check all.perfetto-trace --processes 6 --slices "$(sum slices shared/pt_workload-*/trace.perfetto-trace)"
+  ;;
+bad)
+  # Bad input: one line, a documented exit status, never a crash.
+  "$xptrace" run -o r -- "$w" threads 2 200 >r.out 2>r.err || fail "run: $(cat r.err)"
+  t=$(ls r/pt_workload-*/trace.perfetto-trace)
+  expect() { # STATUS MESSAGE ARGS...
+    want=$1 msg=$2
+    shift 2
+    "$xptrace" merge "$@" >e.out 2>e.err
+    rc=$?
+    [ "$rc" = "$want" ] || fail "merge $*: exit $rc, expected $want: $(cat e.err)"
+    grep -qF -- "$msg" e.err || fail "merge $*: no '$msg' in: $(cat e.err)"
+    [ "$(grep -c '^xptrace: merge: ' e.err)" = 1 ] || fail "merge $*: not one line: $(cat e.err)"
+  }
+  "$xptrace" merge >e.out 2>e.err
+  [ $? = 2 ] || fail "no argument: not exit 2"
+  grep -q '^usage: xptrace merge' e.err || fail "no argument: no usage: $(cat e.err)"
+  mkdir empty
+  expect 1 "no trace (*.perfetto-trace) in empty" empty
+  expect 1 "cannot read nowhere: No such file or directory" -o x.perfetto-trace nowhere "$t"
+  [ -s x.perfetto-trace ] || fail "the readable input was not merged"
+  size=$(wc -c <"$t")
+  head -c $((size / 2)) "$t" >cut.perfetto-trace
+  expect 1 "cut.perfetto-trace: truncated at byte" -o cut-merged.perfetto-trace cut.perfetto-trace
+  "$dump" cut-merged.perfetto-trace >dump.out 2>&1 || fail "the packets before the cut are not a trace: $(cat dump.out)"
+  printf '\012\377\377\377\377\017garbage' >junk.perfetto-trace
+  expect 1 "junk.perfetto-trace: corrupt at byte 0" -o junk-merged.perfetto-trace junk.perfetto-trace
+  printf 'not a trace at all' >text.perfetto-trace
+  expect 1 "text.perfetto-trace: " -o text-merged.perfetto-trace text.perfetto-trace
+  "$xptrace" merge --bogus r >e.out 2>e.err
+  [ $? = 2 ] || fail "--bogus: not exit 2"
+  [ "$(head -n 1 e.err)" = "xptrace: unknown option '--bogus'" ] || fail "--bogus: $(cat e.err)"
+  ;;
+memory)
+  # The merge streams: its peak memory does not grow with the input.
+  # (Sanitizers add shadow memory and quarantine: the bound is checked
+  # without them; under them the merge runs on a smaller input.)
+  if [ -n "$sanitize" ]; then events=100000; else events=1200000; fi
+  for i in 1 2 3 4; do
+    "$gen" "in$i.perfetto-trace" $((1000 + i)) 4 "$events" 10 || fail "gen $i"
+  done
+  ls -l in*.perfetto-trace
+  rss=$(python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:]).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)' \
+    "$xptrace" merge -o big.perfetto-trace in1.perfetto-trace in2.perfetto-trace \
+    in3.perfetto-trace in4.perfetto-trace)
+  [ "$rss" -gt 0 ] || fail "merge failed"
+  bytes=$(cat in*.perfetto-trace | wc -c)
+  echo "merge: $bytes input bytes, peak RSS $rss KiB"
+  [ -n "$sanitize" ] || [ "$rss" -lt 65536 ] || fail "peak RSS $rss KiB for $bytes bytes of input"
+  [ -n "$sanitize" ] || [ "$bytes" -gt 200000000 ] || fail "input only $bytes bytes"
+  "$dump" big.perfetto-trace >dump.out 2>&1 || fail "reader: $(cat dump.out)"
+  half=$((4 * 4 * events / 2))
+  grep -q " begins=$half ends=$half " dump.out || fail "not every event merged: $(cat dump.out)"
+  grep -q " processes=4 threads=16 " dump.out || fail "tracks: $(cat dump.out)"
+  grep -q " flows=40 " dump.out || fail "flows: $(cat dump.out)"
+  rm -f in*.perfetto-trace big.perfetto-trace # not left on the disk
+  ;;
+*)
+  fail "unknown mode"
+  ;;
+esac
+[ "$failures" = 0 ] || exit 1
+echo "PASS [$mode]"
