@@ -7,7 +7,8 @@
  *   process stay distinct, and collide with another process's with odds
  *   of 2^-64), so two processes with the same pid never share a track;
  * - flow ids: mixed with the argument's salt (flows between processes of
- *   one run still join; flows of different runs never do);
+ *   one run still join; flows of different runs never do), except those
+ *   with bit 63 set, unique across runs by their producer (MPI messages);
  * - pids (and the tids of that process): kept, unless another process
  *   already has that pid (another host, a reused pid): then moved up by
  *   multiples of 2^22 (above any Linux pid);
@@ -94,7 +95,12 @@ static uint64_t hash_str(const char *s) {
 static uint64_t map_uuid(const struct merge *m, uint64_t u) {
   return u ? mix64(u ^ m->group_salt) : 0;
 }
-static uint64_t map_flow(const struct merge *m, uint64_t f) { return mix64(f ^ m->flow_salt); }
+/* Ids with bit 63 set are unique across processes and runs already
+ * (xptrace_protocol.h: the MPI layer's messages) and join processes of
+ * different arguments: kept. */
+static uint64_t map_flow(const struct merge *m, uint64_t f) {
+  return f >> 63 ? f : mix64(f ^ m->flow_salt);
+}
 
 /* ---- output ------------------------------------------------------------- */
 static void out_flush(struct merge *m, bool all) {

@@ -29,6 +29,8 @@ static const char usage_run[] =
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
     "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
     "                           the XPTRACE_SAMPLE_* variables)\n"
+    "      --mpi                trace MPI calls and messages (preloads the xptrace MPI layer;\n"
+    "                           also as 'mpirun ... xptrace run --mpi -- app')\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -176,7 +178,8 @@ static void run_after(const void *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE };
+  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
+         OPT_MPI };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -186,12 +189,13 @@ int cmd_run(int argc, char **argv) {
       {"streams", required_argument, NULL, OPT_STREAMS},
       {"opencl", no_argument, NULL, OPT_OPENCL},
       {"sample", no_argument, NULL, OPT_SAMPLE},
+      {"mpi", no_argument, NULL, OPT_MPI},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   run_options_t o = {.collectors = "perfetto,stats"};
-  bool sample = false;
+  bool sample = false, mpi = false;
   opterr = 0;
   optind = 1;
   int opt;
@@ -206,6 +210,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_STREAMS: o.streams = optarg; break;
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_SAMPLE: sample = true; break;
+    case OPT_MPI: mpi = true; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -253,6 +258,11 @@ int cmd_run(int argc, char **argv) {
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
   if (sample && access(sampler, R_OK) != 0)
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
+
+  char mpi_layer[PATH_MAX + 64];
+  lib_path("libxptrace_mpi.so", mpi_layer, sizeof mpi_layer);
+  if (mpi && access(mpi_layer, R_OK) != 0)
+    return usage_error(usage_run, "MPI layer not installed: %s: %s", mpi_layer, strerror(errno));
 
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)
@@ -302,6 +312,17 @@ int cmd_run(int argc, char **argv) {
     } else {
       set_env(o.verbose, "OPENCL_LAYERS", layer);
     }
+  }
+  if (mpi) { /* preloaded after what the user preloads: theirs come first */
+    const char *preload = getenv("LD_PRELOAD");
+    size_t n = (preload ? strlen(preload) : 0) + strlen(mpi_layer) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+      return 1;
+    snprintf(joined, n, "%s%s%s", preload && *preload ? preload : "",
+             preload && *preload ? ":" : "", mpi_layer);
+    set_env(o.verbose, "LD_PRELOAD", joined);
+    free(joined);
   }
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
