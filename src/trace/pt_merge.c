@@ -224,7 +224,7 @@ static bool rewrite_msg(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
   int rc;
-  while ((rc = pt_pb_next(&p, outer->p + outer->len, &f)) > 0)
+  while ((rc = pt_pb_next_fast(&p, outer->p + outer->len, &f)) > 0)
     if (!fn(m, b, &f, ctx))
       return false;
   pb_close(b, mark);
@@ -273,6 +273,17 @@ static bool event_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
   return true;
 }
 
+/* Whether a TrackEvent names a track or a flow (else it is copied whole). */
+static bool event_needs_rewrite(const struct pt_pb_field *outer) {
+  const uint8_t *p = outer->p;
+  struct pt_pb_field f;
+  int rc;
+  while ((rc = pt_pb_next_fast(&p, outer->p + outer->len, &f)) > 0)
+    if (f.num == 11 || f.num == 31 || f.num == 36 || f.num == 47 || f.num == 48)
+      return true;
+  return rc < 0; /* malformed: rewrite_msg says so */
+}
+
 static bool defaults_field(struct merge *m, struct pt_buf *b, const struct pt_pb_field *f,
                            void *ctx) {
   if (f->num == 11 && f->wire == 2)
@@ -301,7 +312,7 @@ static bool ids_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fiel
 static int32_t find_pid(const struct pt_pb_field *outer, uint32_t pid_field) {
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
-  while (pt_pb_next(&p, outer->p + outer->len, &f) > 0)
+  while (pt_pb_next_fast(&p, outer->p + outer->len, &f) > 0)
     if (f.num == pid_field && f.wire == 0)
       return (int32_t)f.v;
   return 0;
@@ -327,7 +338,7 @@ static void process_labels(struct merge *m, const struct pt_pb_field *outer, str
                            char *rank, size_t rank_len, char *host, size_t host_len) {
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
-  while (pt_pb_next(&p, outer->p + outer->len, &f) > 0) {
+  while (pt_pb_next_fast(&p, outer->p + outer->len, &f) > 0) {
     if (f.num != 8 || f.wire != 2)
       continue;
     if (f.len > 5 && !memcmp(f.p, "rank=", 5)) {
@@ -420,7 +431,7 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
   struct pt_pb_field f;
   int rc;
   bool ok = true;
-  while (ok && (rc = pt_pb_next(&p, pk->data + pk->len, &f)) > 0) {
+  while (ok && (rc = pt_pb_next_fast(&p, pk->data + pk->len, &f)) > 0) {
     switch (f.num) {
     case 10:
       if (s)
@@ -451,9 +462,10 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
         copy_field(b, &f);
       break;
     case 11:
-      ok = f.wire != 2 || rewrite_msg(m, b, &f, event_field, NULL);
-      if (f.wire != 2)
-        copy_field(b, &f);
+      if (f.wire == 2 && event_needs_rewrite(&f))
+        ok = rewrite_msg(m, b, &f, event_field, NULL);
+      else
+        copy_field(b, &f); /* most events: type, interned name and category */
       break;
     case 60:
       ok = f.wire != 2 || rewrite_msg(m, b, &f, track_field, NULL);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pt_common.h"
 #include "xpt_collector.h"
@@ -42,6 +43,7 @@ enum {
   TD_PARENT = 5,
   PD_PID = 1,
   PD_NAME = 6,
+  PD_LABELS = 8,
   THD_PID = 1,
   THD_TID = 2,
   THD_NAME = 5,
@@ -125,6 +127,13 @@ static void proto_begin_file(struct pt_buf *b) {
   size_t pd = pb_open(b, TD_PROCESS);
   pb_uint(b, PD_PID, (uint64_t)pt_proc.pid);
   pb_string(b, PD_NAME, pt_proc.program);
+  /* the host (the finisher runs where the process ran): `xptrace merge`
+   * names processes of other hosts after it */
+  char host[64 + 5] = "host=";
+  if (gethostname(host + 5, sizeof host - 6) == 0 && host[5]) {
+    host[sizeof host - 1] = '\0';
+    pb_string(b, PD_LABELS, host);
+  }
   pb_close(b, pd);
   pb_close(b, td);
   pb_close(b, p);
