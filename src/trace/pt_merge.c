@@ -160,13 +160,18 @@ static bool pid_used(struct merge *m, int32_t pid, bool add) {
   return false;
 }
 
-/* The output pid of a process of the current group. */
-static int32_t map_pid(struct merge *m, int32_t pid) {
+/* The output pid of a process of the current group.  A process track
+ * (`claim`) takes its pid, or a new one when another group has it; a
+ * thread or a sample of a pid the group never described keeps it (a
+ * samples trace written apart from its process's trace). */
+static int32_t map_pid_claim(struct merge *m, int32_t pid, bool claim) {
   if (pid <= 0)
     return pid;
   for (size_t i = 0; i < m->gpids_n; i++)
     if (m->gpids[i].old_pid == pid)
       return m->gpids[i].new_pid;
+  if (!claim)
+    return pid;
   int32_t out = pid;
   while (pid_used(m, out, false) && out <= INT32_MAX - PID_STEP)
     out += PID_STEP;
@@ -187,6 +192,7 @@ static int32_t map_pid(struct merge *m, int32_t pid) {
   }
   return out;
 }
+static int32_t map_pid(struct merge *m, int32_t pid) { return map_pid_claim(m, pid, false); }
 /* A thread moves with its process. */
 static int32_t map_tid(struct merge *m, int32_t pid, int32_t tid) {
   if (pid <= 0 || tid <= 0)
@@ -296,12 +302,13 @@ static bool defaults_field(struct merge *m, struct pt_buf *b, const struct pt_pb
 struct ids_ctx {
   int32_t pid;
   uint32_t pid_field, tid_field;
+  bool claim; /* a process descriptor: takes its pid */
   const char *rank, *host; /* process labels seen (ProcessDescriptor) */
 };
 static bool ids_field(struct merge *m, struct pt_buf *b, const struct pt_pb_field *f, void *ctx) {
   struct ids_ctx *c = ctx;
   if (f->wire == 0 && f->num == c->pid_field)
-    pb_uint(b, f->num, (uint64_t)(uint32_t)map_pid(m, (int32_t)f->v));
+    pb_uint(b, f->num, (uint64_t)(uint32_t)map_pid_claim(m, (int32_t)f->v, c->claim));
   else if (f->wire == 0 && f->num == c->tid_field)
     pb_uint(b, f->num, (uint64_t)(uint32_t)map_tid(m, c->pid, (int32_t)f->v));
   else
@@ -358,11 +365,11 @@ static bool track_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
     pb_uint(b, f->num, map_uuid(m, f->v));
   } else if (f->num == 3 && f->wire == 2) {
     char rank[64], host[256];
-    struct ids_ctx c = {find_pid(f, 1), 1, 0, NULL, NULL};
+    struct ids_ctx c = {find_pid(f, 1), 1, 0, true, NULL, NULL};
     process_labels(m, f, &c, rank, sizeof rank, host, sizeof host);
     return rewrite_msg(m, b, f, process_field, &c);
   } else if (f->num == 4 && f->wire == 2) {
-    struct ids_ctx c = {find_pid(f, 1), 1, 2, NULL, NULL};
+    struct ids_ctx c = {find_pid(f, 1), 1, 2, false, NULL, NULL};
     return rewrite_msg(m, b, f, ids_field, &c);
   } else {
     copy_field(b, f);
@@ -474,7 +481,7 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
       break;
     case 66:
       if (f.wire == 2) {
-        struct ids_ctx c = {find_pid(&f, 2), 2, 3, NULL, NULL};
+        struct ids_ctx c = {find_pid(&f, 2), 2, 3, false, NULL, NULL};
         ok = rewrite_msg(m, b, &f, ids_field, &c);
       } else {
         copy_field(b, &f);

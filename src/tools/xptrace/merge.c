@@ -21,8 +21,8 @@ static const char usage_merge[] =
     "usage: xptrace merge [-o OUT] DIR|TRACE...\n"
     "One Perfetto trace from output folders and traces: every process a named\n"
     "process track, sequence ids, track uuids, flow ids and clashing pids remapped.\n"
-    "A folder gives every *.perfetto-trace under it, except merged traces lying\n"
-    "at its top when its subfolders hold traces.\n"
+    "A folder gives every *.perfetto-trace under it, except merged traces\n"
+    "(trace*, merged*) lying at its top when its subfolders hold traces.\n"
     "  -o, --output FILE   the merged trace (default: DIR/trace.perfetto-trace for\n"
     "                      one folder, else ./merged.perfetto-trace); a name that\n"
     "                      is taken gets -1, -2, ... (nothing is replaced)\n"
@@ -126,7 +126,10 @@ static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
   if (deeper) {
     size_t k = first;
     for (size_t i = first; i < in->n; i++) {
-      bool top = strcmp(in->v[i].group, dir) == 0;
+      const char *base = strrchr(in->v[i].path, '/');
+      base = base ? base + 1 : in->v[i].path;
+      bool merged = !strncmp(base, "trace", 5) || !strncmp(base, "merged", 6);
+      bool top = merged && strcmp(in->v[i].group, dir) == 0;
       if (top) {
         free((char *)in->v[i].path);
         free((char *)in->v[i].group);
