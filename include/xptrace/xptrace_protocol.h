@@ -33,6 +33,21 @@ extern "C" {
  * gives the type value. */
 #define XPTRACE_TIMED_SLICE_ID XPTI_TRACE_POINT_BEGIN(0)
 
+/* Flows between slices, also across processes: "this thread's next
+ * slice begin starts flow <instance>" (FLOW_OUT) and "this thread's next
+ * slice end ends flow <instance>" (FLOW_IN), on any stream of the thread.
+ * instance = the flow id: 64 bits, nonzero, the same in the two processes.
+ * Ids with bit 63 set promise to be unique across processes and runs
+ * (the MPI layer's: a hash of the job, the message's channel and order):
+ * `xptrace merge` keeps them, so they join processes merged from any
+ * folders; other ids are made unique per merged run by the merge.  event: any trace point of the producer (required for a
+ * user-defined type).  Type values, as for timed slices:
+ *   xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID)
+ * The stats collector skips them; the trace writer attaches them to the
+ * slice (Perfetto flow_ids / terminating_flow_ids). */
+#define XPTRACE_FLOW_OUT_ID XPTI_TRACE_POINT_BEGIN(1)
+#define XPTRACE_FLOW_IN_ID XPTI_TRACE_POINT_BEGIN(2)
+
 typedef struct xptrace_timed_slice_t {
   uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC nanoseconds */
   uint64_t track_id;         /* e.g. one per OpenCL queue; slices of a track may

@@ -7,8 +7,22 @@
 
 #include "pt_common.h"
 #include "xpt_collector.h"
+#include "xptrace/xptrace_protocol.h"
+
+/* A flow mark of xptrace_protocol.h: 1 out, 2 in, else 0. */
+int pt_flow_kind(uint16_t type) {
+  if (!(type & XPTI_TRACE_USER_DEFINED) || !pt_proc.tool_names)
+    return 0;
+  const char *tool = pt_proc.tool_names + (size_t)XPTI_TOOL_ID(type) * XPT_REC_NAME_LEN;
+  if (strncmp(tool, XPTRACE_TOOL_NAME, XPT_REC_NAME_LEN) != 0)
+    return 0;
+  uint16_t id = (uint16_t)XPTI_EXTRACT_USER_DEFINED_ID(type);
+  return id == XPTRACE_FLOW_OUT_ID ? 1 : id == XPTRACE_FLOW_IN_ID ? 2 : 0;
+}
 
 enum pt_kind pt_kind_of(uint16_t type) {
+  if (pt_flow_kind(type))
+    return PT_KIND_INSTANT; /* never a slice of its own */
   switch (type) {
   case XPTI_TRACE_GRAPH_CREATE:
   case XPTI_TRACE_NODE_CREATE:

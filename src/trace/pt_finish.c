@@ -23,6 +23,7 @@
 #include "pt_common.h"
 #include "xpt_msg.h"
 #include "xpt_finish.h"
+#include "xpt_clock_correct.h"
 
 enum pt_format pt_format;
 struct pt_process pt_proc;
@@ -58,11 +59,18 @@ static void fin_clock_setup(const struct xpt_rec_header *h) {
 #endif
 }
 
+/* An MPI rank run with XPTRACE_MPI_TEST_CLOCK_OFFSET_NS: its clock is
+ * shown skewed by that much, as a host's would be (tests of the clock
+ * correction; xpt_clock_correct.h). */
+static int64_t fin_test_skew_ns;
+
 static uint64_t fin_clock_ns(uint64_t raw) {
-  if (!fin_tsc)
-    return raw;
-  double d = (double)(int64_t)(raw - fin_tsc_base) * fin_ns_per_tick;
-  int64_t ns = (int64_t)fin_tsc_base_ns + (int64_t)d;
+  int64_t ns = (int64_t)raw;
+  if (fin_tsc) {
+    double d = (double)(int64_t)(raw - fin_tsc_base) * fin_ns_per_tick;
+    ns = (int64_t)fin_tsc_base_ns + (int64_t)d;
+  }
+  ns += fin_test_skew_ns;
   return ns > 0 ? (uint64_t)ns : 0;
 }
 
@@ -681,6 +689,16 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   pt_proc.stream_names = (const char *)f.map + XPT_REC_STREAMS_OFF;
   pt_proc.tool_names = (const char *)f.map + XPT_REC_TOOLS_OFF;
   fin_clock_setup(f.h);
+  /* An MPI rank (the MPI layer's mpi-clock file): named by rank. */
+  struct xpt_mpi_clock mc;
+  fin_test_skew_ns = 0;
+  if (xpt_mpi_clock_find(dir, f.h->pid, &mc) == 0) {
+    fin_test_skew_ns = mc.test_offset_ns;
+    char suffix[32];
+    int n = snprintf(suffix, sizeof suffix, " rank %d/%d", mc.rank, mc.size);
+    size_t keep = sizeof pt_proc.program - 1 - (size_t)n, len = strlen(pt_proc.program);
+    memcpy(pt_proc.program + (len < keep ? len : keep), suffix, (size_t)n + 1);
+  }
 
   /* Chunks copied out to the spill file first (whole entries only), then
    * those still in the ring that were not (their generation tells). */

@@ -115,6 +115,8 @@ struct pt_buf {
 /* Per-record information the encoders need. */
 enum pt_kind { PT_KIND_BEGIN, PT_KIND_END, PT_KIND_INSTANT, PT_KIND_GRAPH };
 PT_HIDDEN enum pt_kind pt_kind_of(uint16_t type);
+/* A flow mark (xptrace_protocol.h): 1 out, 2 in, 0 not one. */
+PT_HIDDEN int pt_flow_kind(uint16_t type);
 /* Name of a record's slice: payload name, inline name, or type name. */
 PT_HIDDEN const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen);
 PT_HIDDEN const char *pt_stream_name(uint8_t stream);

@@ -7,7 +7,8 @@
  *   process stay distinct, and collide with another process's with odds
  *   of 2^-64), so two processes with the same pid never share a track;
  * - flow ids: mixed with the argument's salt (flows between processes of
- *   one run still join; flows of different runs never do);
+ *   one run still join; flows of different runs never do), except those
+ *   with bit 63 set, unique across runs by their producer (MPI messages);
  * - pids (and the tids of that process): kept, unless another process
  *   already has that pid (another host, a reused pid): then moved up by
  *   multiples of 2^22 (above any Linux pid);
@@ -94,7 +95,12 @@ static uint64_t hash_str(const char *s) {
 static uint64_t map_uuid(const struct merge *m, uint64_t u) {
   return u ? mix64(u ^ m->group_salt) : 0;
 }
-static uint64_t map_flow(const struct merge *m, uint64_t f) { return mix64(f ^ m->flow_salt); }
+/* Ids with bit 63 set are unique across processes and runs already
+ * (xptrace_protocol.h: the MPI layer's messages) and join processes of
+ * different arguments: kept. */
+static uint64_t map_flow(const struct merge *m, uint64_t f) {
+  return f >> 63 ? f : mix64(f ^ m->flow_salt);
+}
 
 /* ---- output ------------------------------------------------------------- */
 static void out_flush(struct merge *m, bool all) {
@@ -154,13 +160,18 @@ static bool pid_used(struct merge *m, int32_t pid, bool add) {
   return false;
 }
 
-/* The output pid of a process of the current group. */
-static int32_t map_pid(struct merge *m, int32_t pid) {
+/* The output pid of a process of the current group.  A process track
+ * (`claim`) takes its pid, or a new one when another group has it; a
+ * thread or a sample of a pid the group never described keeps it (a
+ * samples trace written apart from its process's trace). */
+static int32_t map_pid_claim(struct merge *m, int32_t pid, bool claim) {
   if (pid <= 0)
     return pid;
   for (size_t i = 0; i < m->gpids_n; i++)
     if (m->gpids[i].old_pid == pid)
       return m->gpids[i].new_pid;
+  if (!claim)
+    return pid;
   int32_t out = pid;
   while (pid_used(m, out, false) && out <= INT32_MAX - PID_STEP)
     out += PID_STEP;
@@ -181,6 +192,7 @@ static int32_t map_pid(struct merge *m, int32_t pid) {
   }
   return out;
 }
+static int32_t map_pid(struct merge *m, int32_t pid) { return map_pid_claim(m, pid, false); }
 /* A thread moves with its process. */
 static int32_t map_tid(struct merge *m, int32_t pid, int32_t tid) {
   if (pid <= 0 || tid <= 0)
@@ -218,7 +230,7 @@ static bool rewrite_msg(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
   int rc;
-  while ((rc = pt_pb_next(&p, outer->p + outer->len, &f)) > 0)
+  while ((rc = pt_pb_next_fast(&p, outer->p + outer->len, &f)) > 0)
     if (!fn(m, b, &f, ctx))
       return false;
   pb_close(b, mark);
@@ -267,6 +279,17 @@ static bool event_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
   return true;
 }
 
+/* Whether a TrackEvent names a track or a flow (else it is copied whole). */
+static bool event_needs_rewrite(const struct pt_pb_field *outer) {
+  const uint8_t *p = outer->p;
+  struct pt_pb_field f;
+  int rc;
+  while ((rc = pt_pb_next_fast(&p, outer->p + outer->len, &f)) > 0)
+    if (f.num == 11 || f.num == 31 || f.num == 36 || f.num == 47 || f.num == 48)
+      return true;
+  return rc < 0; /* malformed: rewrite_msg says so */
+}
+
 static bool defaults_field(struct merge *m, struct pt_buf *b, const struct pt_pb_field *f,
                            void *ctx) {
   if (f->num == 11 && f->wire == 2)
@@ -279,12 +302,13 @@ static bool defaults_field(struct merge *m, struct pt_buf *b, const struct pt_pb
 struct ids_ctx {
   int32_t pid;
   uint32_t pid_field, tid_field;
+  bool claim; /* a process descriptor: takes its pid */
   const char *rank, *host; /* process labels seen (ProcessDescriptor) */
 };
 static bool ids_field(struct merge *m, struct pt_buf *b, const struct pt_pb_field *f, void *ctx) {
   struct ids_ctx *c = ctx;
   if (f->wire == 0 && f->num == c->pid_field)
-    pb_uint(b, f->num, (uint64_t)(uint32_t)map_pid(m, (int32_t)f->v));
+    pb_uint(b, f->num, (uint64_t)(uint32_t)map_pid_claim(m, (int32_t)f->v, c->claim));
   else if (f->wire == 0 && f->num == c->tid_field)
     pb_uint(b, f->num, (uint64_t)(uint32_t)map_tid(m, c->pid, (int32_t)f->v));
   else
@@ -295,7 +319,7 @@ static bool ids_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fiel
 static int32_t find_pid(const struct pt_pb_field *outer, uint32_t pid_field) {
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
-  while (pt_pb_next(&p, outer->p + outer->len, &f) > 0)
+  while (pt_pb_next_fast(&p, outer->p + outer->len, &f) > 0)
     if (f.num == pid_field && f.wire == 0)
       return (int32_t)f.v;
   return 0;
@@ -321,7 +345,7 @@ static void process_labels(struct merge *m, const struct pt_pb_field *outer, str
                            char *rank, size_t rank_len, char *host, size_t host_len) {
   const uint8_t *p = outer->p;
   struct pt_pb_field f;
-  while (pt_pb_next(&p, outer->p + outer->len, &f) > 0) {
+  while (pt_pb_next_fast(&p, outer->p + outer->len, &f) > 0) {
     if (f.num != 8 || f.wire != 2)
       continue;
     if (f.len > 5 && !memcmp(f.p, "rank=", 5)) {
@@ -341,11 +365,11 @@ static bool track_field(struct merge *m, struct pt_buf *b, const struct pt_pb_fi
     pb_uint(b, f->num, map_uuid(m, f->v));
   } else if (f->num == 3 && f->wire == 2) {
     char rank[64], host[256];
-    struct ids_ctx c = {find_pid(f, 1), 1, 0, NULL, NULL};
+    struct ids_ctx c = {find_pid(f, 1), 1, 0, true, NULL, NULL};
     process_labels(m, f, &c, rank, sizeof rank, host, sizeof host);
     return rewrite_msg(m, b, f, process_field, &c);
   } else if (f->num == 4 && f->wire == 2) {
-    struct ids_ctx c = {find_pid(f, 1), 1, 2, NULL, NULL};
+    struct ids_ctx c = {find_pid(f, 1), 1, 2, false, NULL, NULL};
     return rewrite_msg(m, b, f, ids_field, &c);
   } else {
     copy_field(b, f);
@@ -414,7 +438,7 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
   struct pt_pb_field f;
   int rc;
   bool ok = true;
-  while (ok && (rc = pt_pb_next(&p, pk->data + pk->len, &f)) > 0) {
+  while (ok && (rc = pt_pb_next_fast(&p, pk->data + pk->len, &f)) > 0) {
     switch (f.num) {
     case 10:
       if (s)
@@ -445,9 +469,10 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
         copy_field(b, &f);
       break;
     case 11:
-      ok = f.wire != 2 || rewrite_msg(m, b, &f, event_field, NULL);
-      if (f.wire != 2)
-        copy_field(b, &f);
+      if (f.wire == 2 && event_needs_rewrite(&f))
+        ok = rewrite_msg(m, b, &f, event_field, NULL);
+      else
+        copy_field(b, &f); /* most events: type, interned name and category */
       break;
     case 60:
       ok = f.wire != 2 || rewrite_msg(m, b, &f, track_field, NULL);
@@ -456,7 +481,7 @@ static bool merge_packet(struct merge *m, const struct pt_packet *pk) {
       break;
     case 66:
       if (f.wire == 2) {
-        struct ids_ctx c = {find_pid(&f, 2), 2, 3, NULL, NULL};
+        struct ids_ctx c = {find_pid(&f, 2), 2, 3, false, NULL, NULL};
         ok = rewrite_msg(m, b, &f, ids_field, &c);
       } else {
         copy_field(b, &f);

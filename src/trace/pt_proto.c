@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pt_common.h"
 #include "xpt_collector.h"
@@ -42,6 +43,7 @@ enum {
   TD_PARENT = 5,
   PD_PID = 1,
   PD_NAME = 6,
+  PD_LABELS = 8,
   THD_PID = 1,
   THD_TID = 2,
   THD_NAME = 5,
@@ -125,6 +127,13 @@ static void proto_begin_file(struct pt_buf *b) {
   size_t pd = pb_open(b, TD_PROCESS);
   pb_uint(b, PD_PID, (uint64_t)pt_proc.pid);
   pb_string(b, PD_NAME, pt_proc.program);
+  /* the host (the finisher runs where the process ran): `xptrace merge`
+   * names processes of other hosts after it */
+  char host[64 + 5] = "host=";
+  if (gethostname(host + 5, sizeof host - 6) == 0 && host[5]) {
+    host[sizeof host - 1] = '\0';
+    pb_string(b, PD_LABELS, host);
+  }
   pb_close(b, pd);
   pb_close(b, td);
   pb_close(b, p);
@@ -259,18 +268,57 @@ static void proto_small_packet(struct pt_buf *b, uint64_t delta, uint32_t seq, u
   b->len += (size_t)(p - start);
 }
 
+/* Flow marks waiting for the thread's next slice begin (out) or end
+ * (in); the writer encodes one thread at a time. */
+enum { PT_FLOWS_MAX = 32 };
+static struct pt_flows {
+  pid_t pid, tid;
+  uint32_t n[2];
+  uint64_t id[2][PT_FLOWS_MAX];
+} pt_flows;
+
+static void pt_flows_of(const struct pt_thread *t) {
+  if (pt_flows.pid != t->pid || pt_flows.tid != t->tid)
+    pt_flows = (struct pt_flows){.pid = t->pid, .tid = t->tid};
+}
+
+static void pb_flows(struct pt_buf *b, int dir) {
+  for (uint32_t i = 0; i < pt_flows.n[dir]; i++)
+    pb_fixed64(b, dir ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, pt_flows.id[dir][i]);
+  pt_flows.n[dir] = 0;
+}
+
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
                                 uint64_t ts) {
+  int flow = pt_flow_kind(r->type);
+  pt_flows_of(t);
+  if (flow) {
+    if (r->instance && pt_flows.n[flow - 1] < PT_FLOWS_MAX)
+      pt_flows.id[flow - 1][pt_flows.n[flow - 1]++] = r->instance;
+    return;
+  }
   if (!t->seq.started)
     proto_seq_start(b, t, ts);
   struct pt_seq *seq = &t->seq;
   enum pt_kind kind = pt_kind_of(r->type);
   uint64_t delta = ts >= seq->last_ts ? ts - seq->last_ts : 0;
   seq->last_ts += delta;
+  if (kind == PT_KIND_END && pt_flows.n[1]) {
+    size_t p = pb_open(b, TRACE_PACKET);
+    pb_uint(b, TP_TIMESTAMP, delta);
+    pb_uint(b, TP_TRUSTED_SEQ, seq->seq_id);
+    size_t te = pb_open(b, TP_TRACK_EVENT);
+    pb_uint(b, TE_TYPE, TYPE_SLICE_END);
+    pb_flows(b, 1);
+    pb_close(b, te);
+    pb_close(b, p);
+    return;
+  }
   if (kind == PT_KIND_END) {
     proto_small_packet(b, delta, seq->seq_id, TYPE_SLICE_END, 0, 0);
     return;
   }
+  bool flows_out = kind == PT_KIND_BEGIN && pt_flows.n[0];
   uint32_t type = kind == PT_KIND_BEGIN ? TYPE_SLICE_BEGIN : TYPE_INSTANT;
 
   /* The name: cached per trace point, else looked up. */
@@ -304,7 +352,7 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
   }
   unsigned what = pt_args_wanted(seen, fresh, r->event);
 
-  if (name_id && cat_id && !new_name && !new_cat && !what) {
+  if (name_id && cat_id && !new_name && !new_cat && !what && !flows_out) {
     proto_small_packet(b, delta, seq->seq_id, type, name_id, cat_id);
     return;
   }
@@ -351,6 +399,8 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
     pb_annotation_value(b, &args.v[i]);
     pb_close(b, da);
   }
+  if (flows_out)
+    pb_flows(b, 0);
   pb_close(b, te);
   pb_close(b, p);
 }

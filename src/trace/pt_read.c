@@ -448,7 +448,7 @@ static int rd_list(const struct pt_pb_field *f, uint64_t **list, size_t *n) {
 static int rd_interned(struct pt_reader *r, struct seq *s, const uint8_t *p, const uint8_t *end) {
   struct pt_pb_field f, g;
   int rc;
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     unsigned t = f.num;
     if (f.wire != 2 || t > 31)
       continue;
@@ -456,7 +456,7 @@ static int rd_interned(struct pt_reader *r, struct seq *s, const uint8_t *p, con
     uint64_t iid = 0;
     const uint8_t *q = f.p, *qend = f.p + f.len;
     int rc2;
-    while ((rc2 = pt_pb_next(&q, qend, &g)) > 0) {
+    while ((rc2 = pt_pb_next_fast(&q, qend, &g)) > 0) {
       if (g.num == 1 && g.wire == 0) {
         iid = g.v;
       } else if (g.num == 2 && g.wire == 2 &&
@@ -514,14 +514,14 @@ static int rd_clock_snapshot(struct pt_reader *r, struct seq *s, const uint8_t *
   size_t n = 0;
   uint32_t primary = 0;
   int rc;
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     if (f.num == 2 && f.wire == 0) {
       primary = (uint32_t)f.v;
     } else if (f.num == 1 && f.wire == 2 && n < 32) {
       struct pt_read_clock c = {0};
       const uint8_t *q = f.p;
       int rc2;
-      while ((rc2 = pt_pb_next(&q, f.p + f.len, &g)) > 0) {
+      while ((rc2 = pt_pb_next_fast(&q, f.p + f.len, &g)) > 0) {
         if (g.num == 1 && g.wire == 0)
           c.id = (uint32_t)g.v;
         else if (g.num == 2 && g.wire == 0)
@@ -573,13 +573,13 @@ static int rd_clock_snapshot(struct pt_reader *r, struct seq *s, const uint8_t *
 static int rd_defaults(struct seq *s, const uint8_t *p, const uint8_t *end) {
   struct pt_pb_field f, g;
   int rc;
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     if (f.num == 58 && f.wire == 0) {
       s->default_clock = (uint32_t)f.v;
     } else if (f.num == 11 && f.wire == 2) {
       const uint8_t *q = f.p;
       int rc2;
-      while ((rc2 = pt_pb_next(&q, f.p + f.len, &g)) > 0)
+      while ((rc2 = pt_pb_next_fast(&q, f.p + f.len, &g)) > 0)
         if (g.num == 11 && g.wire == 0)
           s->default_track = g.v;
       if (rc2 < 0)
@@ -626,7 +626,7 @@ static int rd_annotation(struct pt_reader *r, struct seq *s, const struct pt_pb_
   a->name = "";
   a->s = "";
   a->kind = PT_AN_OTHER;
-  while ((rc = pt_pb_next(&q, f->p + f->len, &g)) > 0) {
+  while ((rc = pt_pb_next_fast(&q, f->p + f->len, &g)) > 0) {
     switch (g.num) {
     case 1: a->name = intern_str(s, IN_ANNOT_NAME, g.v); break;
     case 10: if (g.wire == 2) a->name = scratch_str(r, g.p, g.len); break;
@@ -676,7 +676,7 @@ static int rd_event(struct pt_reader *r, struct seq *s, const uint8_t *p, const 
   const uint8_t *start = p;
   for (int pass = 0; pass < 2; pass++) {
     p = start;
-    while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+    while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
       if (pass == 1) {
         if (f.num == 48 && f.wire == 1 && rd_push_flow(r, f.v) == 0)
           n_term++;
@@ -751,7 +751,7 @@ static int rd_track(struct pt_reader *r, const uint8_t *p, const uint8_t *end,
   const char *name = NULL;
   pkt->track.process_name = pkt->track.thread_name = "";
   pkt->track.labels = r->labels;
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     switch (f.num) {
     case 1: pkt->track.uuid = f.v; break;
     case 5: pkt->track.parent_uuid = f.v; break;
@@ -769,7 +769,7 @@ static int rd_track(struct pt_reader *r, const uint8_t *p, const uint8_t *end,
         pkt->track.is_process = true;
       else
         pkt->track.is_thread = true;
-      for (const uint8_t *q = f.p; (rc2 = pt_pb_next(&q, f.p + f.len, &g)) > 0;) {
+      for (const uint8_t *q = f.p; (rc2 = pt_pb_next_fast(&q, f.p + f.len, &g)) > 0;) {
         if (g.num == 1 && g.wire == 0)
           pkt->track.pid = (int32_t)g.v;
         else if (f.num == 4 && g.num == 2 && g.wire == 0)
@@ -818,7 +818,7 @@ static int rd_track(struct pt_reader *r, const uint8_t *p, const uint8_t *end,
 static int rd_sample(const uint8_t *p, const uint8_t *end, struct pt_packet *pkt) {
   struct pt_pb_field f;
   int rc;
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     if (f.wire != 0)
       continue;
     switch (f.num) {
@@ -847,7 +847,7 @@ static int rd_packet(struct pt_reader *r, const uint8_t *data, size_t len, struc
   size_t interned_len = 0, defaults_len = 0, snapshot_len = 0, body_len = 0;
   uint32_t body_num = 0;
   /* First pass: the fields that order the rest. */
-  while ((rc = pt_pb_next(&p, end, &f)) > 0) {
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     switch (f.num) {
     case F_TIMESTAMP: has_ts = true; raw_ts = f.v; break;
     case F_CLOCK_ID: has_clock = true; clock = (uint32_t)f.v; break;

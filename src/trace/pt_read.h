@@ -172,5 +172,33 @@ struct pt_pb_field {
 };
 /* Next field of [*pos, end): 1 read (pos advanced), 0 at end, -1 malformed. */
 PT_READ_API int pt_pb_next(const uint8_t **pos, const uint8_t *end, struct pt_pb_field *f);
+/* The same, inline for the common case (one-byte key, one-byte varint
+ * or length): the hot loop of reading and merging. */
+static inline int pt_pb_next_fast(const uint8_t **pos, const uint8_t *end,
+                                  struct pt_pb_field *f) {
+  const uint8_t *p = *pos;
+  if (p + 2 < end && p[0] < 0x80 && p[0] >= 8 && p[1] < 0x80) {
+    uint8_t wire = p[0] & 7;
+    if (wire == 0 || (wire == 2 && (size_t)(end - p - 2) >= p[1])) {
+      f->start = p;
+      f->num = p[0] >> 3;
+      f->wire = wire;
+      if (wire == 0) {
+        f->v = p[1];
+        f->p = NULL;
+        f->len = 0;
+        f->end = p + 2;
+      } else {
+        f->v = 0;
+        f->p = p + 2;
+        f->len = p[1];
+        f->end = p + 2 + p[1];
+      }
+      *pos = f->end;
+      return 1;
+    }
+  }
+  return pt_pb_next(pos, end, f);
+}
 
 #endif /* PT_READ_H */

@@ -2,7 +2,6 @@
  * rewrites what it reads (pt_merge.c): any bytes, never a crash, every
  * string it hands out readable, and the merge's output a trace the
  * reader reads back whole. */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -59,6 +59,8 @@ typedef struct stats_thread {
 enum { STATS_ROWS0 = 32, STATS_STACK0 = 16, STATS_KEEP_ROWS = 256, STATS_KEEP_STACK = 1024 };
 
 _Atomic uint16_t stats_timed_type;
+/* Flow marks (xptrace_protocol.h) link slices; they are not slices. */
+static _Atomic uint16_t stats_flow_out_type, stats_flow_in_type;
 static __thread stats_thread_t *stats_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t stats_key;
 static bool stats_key_ok;
@@ -329,6 +331,11 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
   }
   if (t->rows_cap == 0)
     stats_thread_tables(t);
+  if (type & XPTI_TRACE_USER_DEFINED && (type == atomic_load(&stats_flow_out_type) ||
+                                        type == atomic_load(&stats_flow_in_type))) {
+    stats_thread_leave(t);
+    return;
+  }
   if (!open && (stats_type_is_point(type) || (type == stats_timed_type && user_data))) {
     stats_thread_leave(t);
     return;
@@ -547,6 +554,10 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   pthread_once(&stats_once, stats_setup);
   atomic_store(&stats_timed_type,
                xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID));
+  atomic_store(&stats_flow_out_type,
+               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID));
+  atomic_store(&stats_flow_in_type,
+               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID));
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream == XPTI_INVALID_STREAM_ID)
     return;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pt_merge.h"
+#include "xpt_clock_correct.h"
 #include "xpt_files.h"
 #include "xptrace_cmds.h"
 
@@ -20,8 +21,8 @@ static const char usage_merge[] =
     "usage: xptrace merge [-o OUT] DIR|TRACE...\n"
     "One Perfetto trace from output folders and traces: every process a named\n"
     "process track, sequence ids, track uuids, flow ids and clashing pids remapped.\n"
-    "A folder gives every *.perfetto-trace under it, except merged traces lying\n"
-    "at its top when its subfolders hold traces.\n"
+    "A folder gives every *.perfetto-trace under it, except merged traces\n"
+    "(trace*, merged*) lying at its top when its subfolders hold traces.\n"
     "  -o, --output FILE   the merged trace (default: DIR/trace.perfetto-trace for\n"
     "                      one folder, else ./merged.perfetto-trace); a name that\n"
     "                      is taken gets -1, -2, ... (nothing is replaced)\n"
@@ -125,7 +126,10 @@ static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
   if (deeper) {
     size_t k = first;
     for (size_t i = first; i < in->n; i++) {
-      bool top = strcmp(in->v[i].group, dir) == 0;
+      const char *base = strrchr(in->v[i].path, '/');
+      base = base ? base + 1 : in->v[i].path;
+      bool merged = !strncmp(base, "trace", 5) || !strncmp(base, "merged", 6);
+      bool top = merged && strcmp(in->v[i].group, dir) == 0;
       if (top) {
         free((char *)in->v[i].path);
         free((char *)in->v[i].group);
@@ -149,6 +153,42 @@ static void inputs_free(struct inputs *in) {
 static void merge_warn(void *ctx, const char *line) {
   (void)ctx;
   fprintf(stderr, "xptrace: merge: %s\n", line);
+}
+
+/* MPI ranks (docs/mpi.md): a process folder holding one mpi-clock file
+ * gets its timestamps mapped to rank 0's clock. */
+struct clock_map {
+  struct xpt_clock_fit fit;
+  struct clock_map *next;
+};
+
+static uint64_t clock_apply(const void *ctx, uint64_t ns) { return xpt_clock_correct(ctx, ns); }
+
+static void merge_time_map(void *ctx, const char *group, pt_time_fn *fn, const void **fn_ctx) {
+  struct clock_map **maps = ctx;
+  *fn = NULL;
+  DIR *d = opendir(group);
+  if (!d)
+    return;
+  char found[NAME_MAX + 1] = "";
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, XPT_CLOCK_FILE_PREFIX, strlen(XPT_CLOCK_FILE_PREFIX)) == 0 && ++n == 1)
+      snprintf(found, sizeof found, "%s", e->d_name);
+  closedir(d);
+  char path[PATH_MAX + NAME_MAX + 2];
+  struct xpt_mpi_clock clock;
+  struct clock_map *m;
+  if (n != 1 || snprintf(path, sizeof path, "%s/%s", group, found) >= (int)sizeof path ||
+      xpt_mpi_clock_read(path, &clock) != 0 || clock.fit.n == 0 ||
+      (m = malloc(sizeof *m)) == NULL)
+    return; /* no rank, or several processes in one folder: as recorded */
+  m->fit = clock.fit;
+  m->next = *maps;
+  *maps = m;
+  *fn = clock_apply;
+  *fn_ctx = &m->fit;
 }
 
 /* Write the merged trace of `in` to `out` (a new file: a taken name gets
@@ -177,8 +217,14 @@ static int merge_to(struct inputs *in, const char *out, char *path, size_t len,
       close(dfd);
     return 1;
   }
-  struct pt_merge_opts o = {.warn = merge_warn};
+  struct clock_map *maps = NULL;
+  struct pt_merge_opts o = {.warn = merge_warn, .time_map = merge_time_map, .ctx = &maps};
   int rc = pt_merge(in->v, in->n, fd, &o, st);
+  while (maps) {
+    struct clock_map *next = maps->next;
+    free(maps);
+    maps = next;
+  }
   if (rc >= 0 && fsync(fd) != 0 && errno != EINVAL) {
     fprintf(stderr, "xptrace: merge: cannot write %s/%s: %s\n", dir, tmp, strerror(errno));
     rc = -1;

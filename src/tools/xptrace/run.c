@@ -41,6 +41,8 @@ static const char usage_run[] =
     "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
     "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
     "                           into counters.perfetto-trace\n"
+    "      --mpi                trace MPI calls and messages (preloads the xptrace MPI layer;\n"
+    "                           also as 'mpirun ... xptrace run --mpi -- app')\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
@@ -248,7 +250,8 @@ static void run_after(const void *ctx) {
 int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
-         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS };
+         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
+         OPT_MPI };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -264,12 +267,13 @@ int cmd_run(int argc, char **argv) {
       {"depth", required_argument, NULL, OPT_FN_DEPTH},
       {"min-duration", required_argument, NULL, OPT_FN_MIN_DURATION},
       {"counters", required_argument, NULL, OPT_COUNTERS},
+      {"mpi", no_argument, NULL, OPT_MPI},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   run_options_t o = {.collectors = "perfetto,stats"};
-  bool sample = false;
+  bool sample = false, mpi = false;
   const char *periods = NULL;
   const char *counters = NULL;
   opterr = 0;
@@ -302,6 +306,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_FN_DEPTH: o.fn_depth = optarg; break;
     case OPT_FN_MIN_DURATION: o.fn_min_duration = optarg; break;
     case OPT_COUNTERS: counters = optarg; break;
+    case OPT_MPI: mpi = true; break;
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
@@ -368,6 +373,10 @@ int cmd_run(int argc, char **argv) {
   if (counters && !(cnt = counters_parse(counters, why, sizeof why)))
     return usage_error(usage_run, "%s", why);
   free(cnt); /* checked; made again once nothing can fail before the launch */
+  char mpi_layer[PATH_MAX + 64];
+  lib_path("libxptrace_mpi.so", mpi_layer, sizeof mpi_layer);
+  if (mpi && access(mpi_layer, R_OK) != 0)
+    return usage_error(usage_run, "MPI layer not installed: %s: %s", mpi_layer, strerror(errno));
 
   char **command = &argv[optind];
   if ((rc = command_check(command[0])) != 0)
@@ -421,6 +430,17 @@ int cmd_run(int argc, char **argv) {
     } else {
       set_env(o.verbose, "OPENCL_LAYERS", layer);
     }
+  }
+  if (mpi) { /* preloaded after what the user preloads: theirs come first */
+    const char *preload = getenv("LD_PRELOAD");
+    size_t n = (preload ? strlen(preload) : 0) + strlen(mpi_layer) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+      return 1;
+    snprintf(joined, n, "%s%s%s", preload && *preload ? preload : "",
+             preload && *preload ? ":" : "", mpi_layer);
+    set_env(o.verbose, "LD_PRELOAD", joined);
+    free(joined);
   }
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
