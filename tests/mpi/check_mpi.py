@@ -134,6 +134,10 @@ def expected(mode, rounds, size, rank):
         c.update({"MPI_Irecv": size - 1, "MPI_Isend": size - 1, "MPI_Waitall": 1})
         peers = [p for p in range(size) if p != rank]
         msgs = [("MPI_Isend", j, p, "MPI_Waitall", 0) for j, p in enumerate(peers)]
+    elif mode == "split":  # pairs {0, 2} and {1, 3} of 4 ranks
+        c.update({"MPI_Comm_split": 1, "MPI_Comm_free": 1})
+        c["MPI_Send" if rank < 2 else "MPI_Recv"] = 1
+        msgs = [("MPI_Send", 0, rank + 2, "MPI_Recv", 0)] if rank < 2 else []
     elif mode == "collective":
         c.update({"MPI_Bcast": 1, "MPI_Allreduce": 1, "MPI_Barrier": 1})
     else:

@@ -8,6 +8,10 @@
  *                       (one double), MPI_Barrier
  *   mpi_app fork        a ring round, then rank 1 forks a helper that
  *                       runs /bin/true and is waited for, then a barrier
+ *   mpi_app split       MPI_Comm_split into even and odd ranks (key =
+ *                       rank); in each pair the lower rank sends to the
+ *                       higher one (tag 5) on the new communicator, which
+ *                       is then freed
  * Each rank prints one line "rank R: ..." with a checksum. */
 #include <mpi.h>
 #include <stdio.h>
@@ -56,6 +60,18 @@ static int exchange(int rank, int size) {
   return sum;
 }
 
+static int split(int rank) {
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &pair);
+  int me = rank / 2, value = rank;
+  if (me == 0)
+    MPI_Send(&value, 1, MPI_INT, 1, 5, pair);
+  else
+    MPI_Recv(&value, 1, MPI_INT, 0, 5, pair, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&pair);
+  return value;
+}
+
 static int collective(int rank) {
   int data[64];
   for (int i = 0; i < 64; i++)
@@ -78,6 +94,8 @@ int main(int argc, char **argv) {
     result = ring(rank, size, argc > 2 ? atoi(argv[2]) : 3);
   } else if (!strcmp(mode, "exchange")) {
     result = exchange(rank, size);
+  } else if (!strcmp(mode, "split") && size == 4) {
+    result = split(rank);
   } else if (!strcmp(mode, "collective")) {
     result = collective(rank);
   } else if (!strcmp(mode, "fork")) {

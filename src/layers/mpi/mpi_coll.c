@@ -15,6 +15,7 @@ static int layer_init_common(int fn, int *argc, char ***argv, int required, int 
   if (rc == MPI_SUCCESS) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &layer_world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &layer_world_size);
+    layer_world_set(layer_world_rank, layer_world_size);
   }
   if (on) {
     layer_args_comm(&c, MPI_COMM_WORLD);

@@ -157,22 +157,17 @@ static layer_comm_t *layer_comm_new(MPI_Comm comm) {
   return lc;
 }
 
+void layer_world_set(int rank, int size) {
+  layer_world.comm = MPI_COMM_WORLD;
+  layer_world.rank = rank;
+  __atomic_store_n(&layer_world.size, size, __ATOMIC_RELEASE); /* published last */
+}
+
 layer_comm_t *layer_comm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
     return NULL;
-  if (comm == MPI_COMM_WORLD) {
-    if (layer_world.size > 0)
-      return &layer_world;
-    int rank, size;
-    if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
-      return NULL;
-    pthread_mutex_lock(&layer_comm_lock);
-    layer_world.comm = comm;
-    layer_world.rank = rank;
-    layer_world.size = size;
-    pthread_mutex_unlock(&layer_comm_lock);
-    return &layer_world;
-  }
+  if (comm == MPI_COMM_WORLD) /* set by MPI_Init, before any other call */
+    return __atomic_load_n(&layer_world.size, __ATOMIC_ACQUIRE) > 0 ? &layer_world : NULL;
   pthread_mutex_lock(&layer_comm_lock);
   layer_comm_t *lc = layer_comms;
   while (lc && lc->comm != comm)
@@ -457,6 +452,19 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 
 /* ---- completion ----------------------------------------------------- */
 
+/* The communicator as the layer already knows it (NULL: freed since, or
+ * never seen): no MPI call on a handle that may be gone. */
+static layer_comm_t *layer_comm_known(MPI_Comm comm) {
+  if (comm == MPI_COMM_WORLD)
+    return layer_comm(comm);
+  pthread_mutex_lock(&layer_comm_lock);
+  layer_comm_t *lc = layer_comms;
+  while (lc && lc->comm != comm)
+    lc = lc->next;
+  pthread_mutex_unlock(&layer_comm_lock);
+  return lc;
+}
+
 /* Request `key` completed with status st: a receive's flow ends here. */
 static void layer_completed(layer_call_t *c, uint64_t key, const MPI_Status *st) {
   xpt_mpi_req_t r;
@@ -466,7 +474,8 @@ static void layer_completed(layer_call_t *c, uint64_t key, const MPI_Status *st)
     c->a.request = r.id;
   if (r.kind != XPT_MPI_REQ_RECV || !st)
     return;
-  layer_comm_t *lc = layer_comm((MPI_Comm)(uintptr_t)r.comm);
+  /* MPI_Comm_free may come before the wait of a receive on it. */
+  layer_comm_t *lc = layer_comm_known((MPI_Comm)(uintptr_t)r.comm);
   layer_flow(c, 1, layer_recv_flow(lc, st));
   if (c->a.requests == 1) {
     c->a.peer = st->MPI_SOURCE;

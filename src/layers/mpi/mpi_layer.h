@@ -59,6 +59,8 @@ XPT_MPI_HIDDEN void layer_begin(layer_call_t *c);
 XPT_MPI_HIDDEN void layer_end(layer_call_t *c, int *rc);
 /* A flow mark (dir 0 out, 1 in) on this thread, before begin / end. */
 XPT_MPI_HIDDEN void layer_flow(layer_call_t *c, int dir, uint64_t id);
+/* MPI_COMM_WORLD's facts, once MPI_Init returned. */
+XPT_MPI_HIDDEN void layer_world_set(int rank, int size);
 /* Communicator facts (cached); NULL for MPI_COMM_NULL or on failure. */
 XPT_MPI_HIDDEN layer_comm_t *layer_comm(MPI_Comm comm);
 /* Fill rank, size and comm id of the call's communicator. */
