@@ -105,6 +105,14 @@ typedef struct sampler_thread {
   bool has_timer[SAMPLER_NCLOCKS];
   srec_chunk_t *chunk;              /* touched only by this thread */
   _Atomic uint64_t weight[SAMPLER_NCLOCKS]; /* weighted samples taken */
+  /* For the CPU time the tick did not sample (below): the CPU-time
+   * timer's start and first expiry, the start routine, and the frames
+   * that called it. */
+  uint64_t timer_cpu0, timer_first;
+  bool cpu_timer_started;
+  void *routine;
+  void *base[16];
+  int nbase;
   atomic_bool live;                 /* the handler may record */
   atomic_int busy;                  /* the handler is running on this thread */
 } sampler_thread_t;
@@ -367,6 +375,13 @@ static void set_timespec(struct timespec *ts, double seconds) {
     ts->tv_nsec = 1;
 }
 
+static uint64_t thread_cpu_ns(const sampler_thread_t *t) {
+  struct timespec ts;
+  if (clock_gettime(t->cpu_clock, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void timer_start_locked(sampler_thread_t *t, int k) {
   if (!atomic_load(&sampler.active[k]) || t->has_timer[k])
     return;
@@ -387,6 +402,11 @@ static void timer_start_locked(sampler_thread_t *t, int k) {
   set_timespec(&spec.it_value, period * random_phase(t->tid));
   timer_settime(t->timer[k], 0, &spec, NULL);
   t->has_timer[k] = true;
+  if (k == SAMPLER_CPUTIME && !t->cpu_timer_started) {
+    t->cpu_timer_started = true;
+    t->timer_cpu0 = thread_cpu_ns(t);
+    t->timer_first = (uint64_t)spec.it_value.tv_sec * 1000000000u + (uint64_t)spec.it_value.tv_nsec;
+  }
 }
 
 static void thread_name(pid_t tid, char name[16]) {
@@ -430,19 +450,15 @@ static bool thread_blocks_sigprof(pid_t tid, const sigset_t *own) {
   return blocked;
 }
 
-static uint64_t thread_cpu_ns(const sampler_thread_t *t) {
-  struct timespec ts;
-  if (clock_gettime(t->cpu_clock, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void thread_begin(bool is_main) {
+static void thread_begin(bool is_main, void *routine) {
   if (tls_self || atomic_load(&sampler.stopping) || !srec_hdr)
     return;
   sampler_thread_t *t = calloc(1, sizeof *t);
   if (!t)
     return;
+  t->routine = routine;
+  if (routine)
+    t->nbase = unw_backtrace(t->base, (int)(sizeof t->base / sizeof t->base[0]));
   t->tid = sampler_gettid();
   if (pthread_getcpuclockid(pthread_self(), &t->cpu_clock) != 0)
     t->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
@@ -464,6 +480,50 @@ static void thread_begin(bool is_main) {
   sampler_unblock_signals(&old);
 }
 
+/* The kernel looks at CPU-time timers at its tick only: a thread that
+ * ends between two ticks after its timer expired loses that period (with
+ * 500 threads of 2 ms, most of their time).  At its end we know how many
+ * periods its CPU time held since its timer started (first expiry at a
+ * random phase: unbiased); those not delivered are charged to its start
+ * routine, called from where it was started.  Not with --periods (the
+ * windows decide), and not for a thread whose SIGPROF was blocked or
+ * taken (the diagnostics say so instead). */
+static void charge_unsampled_locked(sampler_thread_t *t, uint64_t cpu, uint64_t weight[SAMPLER_NCLOCKS]) {
+  if (!t->routine || !t->cpu_timer_started || cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]) ||
+      cpu < t->timer_cpu0 + t->timer_first)
+    return;
+  uint64_t period = (uint64_t)(1e9 / cfg.freq[SAMPLER_CPUTIME]);
+  if (period == 0)
+    period = 1;
+  uint64_t due = 1 + (cpu - t->timer_cpu0 - t->timer_first) / period;
+  if (due <= weight[SAMPLER_CPUTIME])
+    return;
+  /* A thread that got under half of its periods blocked SIGPROF or lost
+   * it: no guess, the diagnostic tells. */
+  if (weight[SAMPLER_CPUTIME] * 2 + 2 < due && due > 4)
+    return;
+  uint64_t missing = due - weight[SAMPLER_CPUTIME];
+  size_t n = 1 + (size_t)(t->nbase > 0 ? t->nbase : 0);
+  if (n > cfg.depth)
+    n = cfg.depth;
+  srec_sample_t *s = srec_reserve_meta_locked(sizeof *s + n * sizeof(uint64_t));
+  if (!s)
+    return;
+  s->kind = SREC_SAMPLE;
+  s->size = (uint16_t)(sizeof *s + n * sizeof(uint64_t));
+  s->thread = t->index;
+  s->time_ns = srec_now();
+  s->weight = (uint32_t)(missing > UINT32_MAX ? UINT32_MAX : missing);
+  s->clock = SAMPLER_CPUTIME;
+  s->truncated = SREC_SAMPLE_CHARGED;
+  s->depth = (uint16_t)n;
+  s->pc[0] = (uint64_t)(uintptr_t)t->routine;
+  for (size_t i = 1; i < n; ++i)
+    s->pc[i] = (uint64_t)(uintptr_t)t->base[i - 1];
+  srec_commit_meta_locked(s->size);
+  weight[SAMPLER_CPUTIME] += s->weight;
+}
+
 /* Its CPU time and samples, for the launcher's diagnostics.  The caller
  * holds registry_lock; t takes no more samples. */
 static void thread_record_end_locked(sampler_thread_t *t, const sigset_t *own) {
@@ -475,6 +535,7 @@ static void thread_record_end_locked(sampler_thread_t *t, const sigset_t *own) {
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
     weight[k] = atomic_load_explicit(&t->weight[k], memory_order_relaxed);
   srec_lock();
+  charge_unsampled_locked(t, cpu, weight);
   srec_thread_locked(SREC_THREAD_END, t->index, t->tid, cpu, weight, blocked, name);
   srec_spare_give_locked(t->chunk);
   t->chunk = NULL;
@@ -514,7 +575,7 @@ typedef struct thread_start {
 static void *thread_trampoline(void *raw) {
   thread_start_t start = *(thread_start_t *)raw;
   free(raw);
-  thread_begin(false);
+  thread_begin(false, start.routine);
   void *result;
   pthread_cleanup_push(thread_end, NULL);
   result = start.routine(start.arg);
@@ -767,7 +828,7 @@ static void sampler_fork_child(void) {
     return; /* forked while exiting: nothing more to sample */
   if (!recording_start(SREC_FLAG_FORKED))
     return;
-  thread_begin(true);
+  thread_begin(true, NULL);
   start_internal_thread(helper_main, NULL);
   windows_start();
 }
@@ -861,5 +922,5 @@ __attribute__((constructor)) static void sampler_load(void) {
   if (start_internal_thread(helper_main, NULL) != 0)
     xpt_msg("xptrace: cannot start the sampler's helper thread; libraries loaded later may be unnamed\n");
   windows_start();
-  thread_begin(true);
+  thread_begin(true, NULL);
 }

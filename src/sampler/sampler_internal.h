@@ -45,6 +45,9 @@ SAMPLER_HIDDEN void srec_unlock(void);
 SAMPLER_HIDDEN void srec_thread_locked(enum srec_kind kind, uint32_t index, pid_t tid, uint64_t cpu_ns,
                                        const uint64_t weight[SAMPLER_NCLOCKS], bool blocked,
                                        const char *name);
+/* A record of any kind among the metadata. */
+SAMPLER_HIDDEN void *srec_reserve_meta_locked(size_t size);
+SAMPLER_HIDDEN void srec_commit_meta_locked(size_t size);
 /* Record objects loaded since the last scan (all of them if `force`). */
 SAMPLER_HIDDEN void srec_scan_maps_locked(bool force);
 SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);

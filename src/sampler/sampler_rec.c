@@ -216,6 +216,9 @@ void srec_unlock(void) { pthread_mutex_unlock(&rec.meta_lock); }
 
 static void *meta_reserve(size_t size) { return srec_reserve(&rec.meta, size, SREC_OWNER_META); }
 
+void *srec_reserve_meta_locked(size_t size) { return meta_reserve(size); }
+void srec_commit_meta_locked(size_t size) { srec_commit(rec.meta, size); }
+
 void srec_thread_locked(enum srec_kind kind, uint32_t index, pid_t tid, uint64_t cpu_ns,
                         const uint64_t weight[SAMPLER_NCLOCKS], bool blocked, const char *name) {
   srec_thread_t *r = meta_reserve(sizeof *r);

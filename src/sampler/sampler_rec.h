@@ -22,6 +22,7 @@ enum {
   SREC_VERSION = 1,
   SREC_HEADER_SIZE = 8192,
   SREC_CHUNK_HEADER = 8,
+  SAMPLER_REC_MAX_DEPTH = 512, /* SAMPLER_MAX_DEPTH */
 };
 
 /* Header flags. */
@@ -69,6 +70,10 @@ enum srec_kind {
   SREC_UNMAP = 5,      /* every mapping of (path, bias) goes (dlclose) */
 };
 
+/* srec_sample_t.truncated bit 1: CPU time charged at the thread's end to
+ * its start routine (periods the kernel's tick did not deliver). */
+enum { SREC_SAMPLE_CHARGED = 2 };
+
 /* srec_chunk_t.owner */
 enum { SREC_OWNER_THREADS = 1, SREC_OWNER_META = 2 };
 
@@ -83,7 +88,7 @@ typedef struct srec_sample {
   uint64_t time_ns;
   uint32_t weight;   /* 1 + timer overruns */
   uint8_t clock;     /* 0 cputime, 1 realtime */
-  uint8_t truncated; /* deeper than the depth limit */
+  uint8_t truncated; /* bit 0: deeper than the depth limit; SREC_SAMPLE_CHARGED */
   uint16_t depth;
   uint64_t pc[];     /* innermost first */
 } srec_sample_t;
