@@ -134,7 +134,7 @@ static struct {
   clockid_t main_cpu_clock;
   pid_t root_pid;                            /* first sampled process of the tree */
   bool forked;                               /* this process is a fork of a sampled one */
-  char dir[PATH_MAX];                        /* where the recording is */
+  char dir[PATH_MAX + 32];                   /* where the recording is */
 } sampler = {
     .registry_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -738,8 +738,23 @@ static const char *sampler_output_dir(char *buf, size_t len) {
 }
 
 static bool recording_start(uint32_t flags) {
-  char buf[PATH_MAX];
-  const char *dir = sampler_output_dir(buf, sizeof buf);
+  char buf[PATH_MAX + 32];
+  const char *dir;
+  if (flags & SREC_FLAG_FORKED) {
+    /* From the fork handler: the common folder code's own fork handler
+     * may not have run yet (its lock still held), so the child's folder
+     * is named here, as it would name it. */
+    char why[PATH_MAX + 128];
+    dir = buf;
+    if (snprintf(buf, sizeof buf, "%.*s/child-%d", PATH_MAX - 32, sampler.dir, (int)getpid()) >= PATH_MAX) {
+      dir = NULL;
+    } else if (xpt_dir_prepare(buf, why, sizeof why) != 0) {
+      xpt_msg("xptrace: %s", why);
+      dir = NULL;
+    }
+  } else {
+    dir = sampler_output_dir(buf, sizeof buf);
+  }
   if (!dir) {
     xpt_msg("xptrace: sampler: no output folder; not sampling");
     return false;

@@ -119,3 +119,30 @@ def recordings(folder):
             if f.startswith("samples") and f.endswith(".xsamp"):
                 found.append(Recording(os.path.join(root, f)))
     return sorted(found, key=lambda r: r.start_ns)
+
+
+def folded(folder, clock=0):
+    """The recordings of folder's own process as samples.folded would
+    read: [(frames, weight)], frames[0] "[main]" or "[thread-N]", the
+    sampler's own frames left out; None when there is no recording."""
+    path = None
+    for f in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if f.startswith("samples") and f.endswith(".xsamp"):
+            path = os.path.join(folder, f)
+            break
+    if path is None:
+        return None
+    rec = Recording(path)
+    out = []
+    for thread, c, weight, t, pcs, trunc in rec.samples:
+        if c != clock:
+            continue
+        names = []
+        for i, pc in enumerate(pcs):
+            m = rec.module_at(pc if i == 0 else pc - 1, t)
+            if m and os.path.basename(m["path"]) == "libxptrace_sampler.so":
+                continue
+            names.append(name_of(rec, pc if i == 0 else pc - 1, t))
+        label = "[main]" if thread == 0 else "[thread-%d]" % thread
+        out.append(([label] + (["[truncated]"] if trunc & 1 else []) + list(reversed(names)), weight))
+    return out
