@@ -100,7 +100,7 @@ elif mode == "sample":
     c.check(rt is not None and inclusive(rt, "run_threads", "[main]") > 0, "realtime: no waiting main thread")
     c.check("cputime samples at 150 Hz" in err and "realtime samples at 150 Hz" in err, f"summary: {err}")
     # Exit status and death by signal are the command's.
-    rc, out, err = xp("sample", "-o", "t", "--", work, "term", "1")
+    rc, out, err = xp("sample", "--method", "timer", "-o", "t", "--", work, "term", "1")
     c.check(rc == 128 + 15 and "killed by signal 15 (SIGTERM)" in err, f"term: {rc} {err}")
     c.check("no samples written" in err, f"term: the missing samples are not said: {err}")
     rc, out, err = xp("sample", "-o", "u", "--", work, "no-such-mode")
@@ -119,7 +119,8 @@ elif mode == "periods":
 elif mode == "preload":
     # The user's LD_PRELOAD is kept, after the sampler.
     libm = "libm.so.6"
-    rc, out, err = xp("sample", "-v", "-o", "p", "--", work, "threads", "1", env={"LD_PRELOAD": libm})
+    rc, out, err = xp("sample", "--method", "timer", "-v", "-o", "p", "--", work, "threads", "1",
+                      env={"LD_PRELOAD": libm})
     lines = [line for line in err.splitlines() if line.startswith("xptrace: LD_PRELOAD=")]
     c.check(len(lines) == 1 and lines[0].endswith("libxptrace_sampler.so:" + libm), f"LD_PRELOAD: {lines}")
     c.check("xptrace: running " in err, "verbose: no command line")
@@ -128,7 +129,7 @@ elif mode == "preload":
 elif mode == "nested":
     # Two programs exec'd by a sampled shell each write their own folder.
     script = f"'{work}' threads 1; '{work}' threads 1"
-    rc, out, err = xp("sample", "-o", "n", "--", "/bin/sh", "-c", script)
+    rc, out, err = xp("sample", "--method", "timer", "-o", "n", "--", "/bin/sh", "-c", script)
     c.check(rc == 0, f"exit {rc}: {err}")
     sub = sorted(x for x in os.listdir(os.path.join(scratch, "n")) if x.startswith("sampler_work-"))
     c.check(len(sub) == 2, f"nested folders: {os.listdir(os.path.join(scratch, 'n'))}")
