@@ -78,7 +78,7 @@ static void settings_read(void) {
   cfg.depth = SAMPLER_DEFAULT_DEPTH;
   text = getenv("XPTRACE_SAMPLE_DEPTH");
   if (text && *text && !sampler_parse_depth(text, &cfg.depth))
-    settings_bad("XPTRACE_SAMPLE_DEPTH", text, "a depth from 1 to 512", "64");
+    settings_bad("XPTRACE_SAMPLE_DEPTH", text, "a depth from 1 to 512", "256");
   text = getenv("XPTRACE_SAMPLE_PERIODS");
   if (text && *text) {
     char bad[64];
@@ -711,6 +711,7 @@ static void *helper_main(void *unused) {
     if (atomic_load(&sampler.finished))
       return NULL;
     srec_lock();
+    srec_grow_locked();
     srec_scan_maps_locked(false);
     srec_unlock();
   }

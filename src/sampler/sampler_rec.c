@@ -35,6 +35,7 @@ static struct {
   /* Partly used chunks of ended threads, for the next threads. */
   srec_chunk_t *spare[64];
   size_t nspare;
+  bool full; /* the disk refused more room */
 } rec = {.fd = -1, .meta_lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t srec_now(void) {
@@ -61,8 +62,9 @@ static srec_chunk_t *chunk_take(uint32_t owner) {
   if (!h)
     return NULL;
   uint32_t n = atomic_load_explicit(&h->next_chunk, memory_order_relaxed);
+  uint32_t reserved = atomic_load_explicit(&h->reserved, memory_order_acquire);
   do {
-    if (n >= h->nchunks)
+    if (n >= reserved)
       return NULL;
   } while (!atomic_compare_exchange_weak_explicit(&h->next_chunk, &n, n + 1, memory_order_relaxed,
                                                   memory_order_relaxed));
@@ -95,7 +97,7 @@ void srec_commit(srec_chunk_t *c, size_t size) {
 /* ---- the file ---------------------------------------------------------------- */
 
 static uint64_t budget(void) {
-  uint64_t b = xpt_env_size("XPTRACE_SAMPLE_BUFFER_SIZE", UINT64_C(32) << 20);
+  uint64_t b = xpt_env_size("XPTRACE_SAMPLE_BUFFER_SIZE", UINT64_C(256) << 20);
   if (b < (UINT64_C(256) << 10)) {
     xpt_msg("xptrace: XPTRACE_SAMPLE_BUFFER_SIZE is below 256K; using 256K");
     b = UINT64_C(256) << 10;
@@ -126,21 +128,21 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
   uint64_t b = budget();
   uint32_t chunk = 16384;
   size_t size = 0;
-  /* Blocks reserved now: a full disk is a message here, never a SIGBUS
-   * in the handler.  Short of room, a smaller budget. */
-  while (!err) {
-    size = SREC_HEADER_SIZE + (size_t)(b / chunk) * chunk;
-    if (fallocate(fd, 0, 0, (off_t)size) == 0)
-      break;
+  /* The file has its full size, sparse; blocks are reserved ahead of
+   * use (srec_grow_locked), so that a full disk is a message, never a
+   * SIGBUS in the handler, and a run of many short processes (make, sh)
+   * does not reserve the budget of each. */
+  size = SREC_HEADER_SIZE + (size_t)(b / chunk) * chunk;
+  uint32_t nchunks = (uint32_t)((size - SREC_HEADER_SIZE) / chunk);
+  uint32_t reserved = nchunks < 128 ? nchunks : 128;
+  if (!err && ftruncate(fd, (off_t)size) != 0)
     err = errno;
-    if ((err == EOPNOTSUPP || err == ENOSYS) && ftruncate(fd, (off_t)size) == 0) {
+  if (!err && fallocate(fd, 0, 0, (off_t)(SREC_HEADER_SIZE + (size_t)reserved * chunk)) != 0) {
+    err = errno;
+    if (err == EOPNOTSUPP || err == ENOSYS) {
       err = 0;
-      break;
+      reserved = nchunks; /* nothing to reserve with: as the file system does */
     }
-    if (err != ENOSPC || b / 2 < (UINT64_C(256) << 10))
-      break;
-    b /= 2;
-    err = 0;
   }
   void *map = MAP_FAILED;
   if (!err && (map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
@@ -161,7 +163,8 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
   h->version = SREC_VERSION;
   h->header_size = SREC_HEADER_SIZE;
   h->chunk_size = chunk;
-  h->nchunks = (uint32_t)((size - SREC_HEADER_SIZE) / chunk);
+  h->nchunks = nchunks;
+  atomic_store(&h->reserved, reserved);
   h->pid = getpid();
   h->ppid = getppid();
   h->depth = setup->depth;
@@ -181,6 +184,7 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
   rec.nknown = 0;
   rec.adds = rec.subs = ~0ull;
   rec.nspare = 0;
+  rec.full = false;
   srec_hdr = h;
   return 0;
 }
@@ -407,6 +411,28 @@ srec_chunk_t *srec_spare_take_locked(void) { return rec.nspare ? rec.spare[--rec
 void srec_spare_give_locked(srec_chunk_t *c) {
   if (c && rec.nspare < sizeof rec.spare / sizeof rec.spare[0])
     rec.spare[rec.nspare++] = c;
+}
+
+/* Keep twice the chunks in use (and 64 more) reserved on disk. */
+void srec_grow_locked(void) {
+  srec_header_t *h = srec_hdr;
+  if (!h || rec.full)
+    return;
+  uint32_t used = atomic_load(&h->next_chunk), reserved = atomic_load(&h->reserved);
+  uint64_t want = (uint64_t)used * 2 + 64;
+  if (want > h->nchunks)
+    want = h->nchunks;
+  if (want <= reserved)
+    return;
+  off_t from = (off_t)(SREC_HEADER_SIZE + (size_t)reserved * h->chunk_size);
+  off_t len = (off_t)((size_t)(want - reserved) * h->chunk_size);
+  if (fallocate(rec.fd, 0, from, len) != 0) {
+    rec.full = true;
+    xpt_msg("xptrace: sampler: cannot reserve room for more samples in %s: %s; later samples are "
+            "counted as lost", xpt_program_name(), strerror(errno));
+    return;
+  }
+  atomic_store_explicit(&h->reserved, (uint32_t)want, memory_order_release);
 }
 
 /* ---- the end -------------------------------------------------------------------- */

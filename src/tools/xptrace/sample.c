@@ -21,6 +21,7 @@
 #include "sampler_config.h"
 #ifdef XPTRACE_HAVE_PERF
 #include "sample_perf.h"
+#include "sample_timer.h"
 #endif
 
 static const char usage_sample[] =
@@ -162,6 +163,17 @@ int cmd_sample(int argc, char **argv) {
     set_env(verbose, "XPTRACE_SAMPLE_PERIODS", periods);
   if ((rc = preload_sampler(usage_sample, verbose)) != 0)
     return rc;
+#ifdef XPTRACE_HAVE_PERF
+  /* The timer method: the launcher reads the recordings (sample_timer.c). */
+  set_env(verbose, "XPTRACE_FINISHER", "launcher");
+  char why_static[PATH_MAX + 160];
+  if (sample_timer_static(command[0], why_static, sizeof why_static))
+    fprintf(stderr, "xptrace sample: %s\n", why_static);
+  sample_timer_opts_t to = {dir, command[0], freq ? hz : SAMPLER_DEFAULT_FREQ,
+                            depth ? frames : SAMPLER_DEFAULT_DEPTH, demangle};
+  return launch_and_wait(command, verbose, sample_timer_after, &to);
+#else
   return launch_and_wait(command, verbose, sample_after, dir);
+#endif
 }
 

@@ -16,13 +16,36 @@
 #include <unistd.h>
 
 #include "sample_timer.h"
+#include "xptrace_cmds.h"
 #include "sampler_rec.h"
 #include "samples.h"
 
 /* ---- static binaries ---------------------------------------------------- */
 
-bool sample_timer_static(const char *path, char *why, size_t len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+static int open_command(const char *cmd, char *path, size_t len) {
+  if (strchr(cmd, '/')) {
+    snprintf(path, len, "%s", cmd);
+    return open(cmd, O_RDONLY | O_CLOEXEC);
+  }
+  const char *dirs = getenv("PATH");
+  if (!dirs)
+    dirs = "/bin:/usr/bin";
+  while (*dirs) {
+    const char *end = strchr(dirs, ':');
+    size_t n = end ? (size_t)(end - dirs) : strlen(dirs);
+    if (snprintf(path, len, "%.*s/%s", (int)n, n ? dirs : ".", cmd) < (int)len && access(path, X_OK) == 0) {
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd >= 0)
+        return fd;
+    }
+    dirs += n + (end != NULL);
+  }
+  return -1;
+}
+
+bool sample_timer_static(const char *cmd, char *why, size_t len) {
+  char path[PATH_MAX];
+  int fd = open_command(cmd, path, sizeof path);
   if (fd < 0)
     return false;
   Elf64_Ehdr eh;
@@ -39,7 +62,8 @@ bool sample_timer_static(const char *path, char *why, size_t len) {
       /* No interpreter, nobody reads LD_PRELOAD (static and static-pie). */
       result = !interp;
       if (result)
-        snprintf(why, len, "%s is statically linked: the timer method's preloaded sampler cannot load into it", path);
+        snprintf(why, len, "%s is statically linked: the timer method's preloaded sampler cannot load into it; "
+                 "use --method perf (it needs kernel.perf_event_paranoid <= 2)", path);
     }
   }
   close(fd);
@@ -437,8 +461,8 @@ int sample_timer_report(const sample_timer_opts_t *o) {
    * for the periods it stands for. */
   if (cpu > 0.05 && tot.signals[0])
     fprintf(stderr,
-            "xptrace sample: method timer: %g Hz asked; %.0f timer signals per CPU-second arrived, "
-            "weighted by their overruns: %.0f samples per CPU-second\n",
+            "xptrace sample: method timer: %g Hz asked; timer signals came %.0f times per CPU-second "
+            "(the kernel's tick at most), each counting 1 + its overruns: %.0f per CPU-second\n",
             o->hz, (double)tot.signals[0] / cpu, (double)tot.weight[0] / cpu);
   for (size_t i = 0; i < l.n; ++i) {
     unlink(l.r[i].path);
@@ -446,4 +470,11 @@ int sample_timer_report(const sample_timer_opts_t *o) {
   }
   free(l.r);
   return 0;
+}
+
+void sample_timer_after(const void *ctx) {
+  const sample_timer_opts_t *o = ctx;
+  sample_timer_report(o);
+  fprintf(stderr, "xptrace: output in %s\n", o->dir);
+  print_sample_outputs(o->dir);
 }

@@ -11,9 +11,9 @@
 #include <stddef.h>
 
 /* A statically linked program cannot take a preloaded library: true
- * (with the reason in `why`) when `path` is an ELF executable without an
- * interpreter. */
-bool sample_timer_static(const char *path, char *why, size_t len);
+ * (with the reason in `why`) when `cmd` (searched in PATH when it has no
+ * slash) is an ELF executable without an interpreter. */
+bool sample_timer_static(const char *cmd, char *why, size_t len);
 
 typedef struct sample_timer_opts {
   const char *dir;     /* output folder */
@@ -27,5 +27,9 @@ typedef struct sample_timer_opts {
  * samples.csv, the summary) and the diagnostics.  Returns 0, or 1 when
  * nothing could be reported (with one line saying why). */
 int sample_timer_report(const sample_timer_opts_t *o);
+
+/* launch_and_wait's `after` for the timer method: ctx is a
+ * sample_timer_opts_t; reports, then names the output files. */
+void sample_timer_after(const void *ctx);
 
 #endif /* XPTRACE_SAMPLE_TIMER_H */
