@@ -842,7 +842,7 @@ static void sampler_fork_child(void) {
   (void)self;
   if (atomic_load(&sampler.finished) || atomic_load(&sampler.stopping))
     return; /* forked while exiting: nothing more to sample */
-  if (!recording_start(SREC_FLAG_FORKED))
+  if (!recording_start(SREC_FLAG_FORKED | (cfg.nperiods ? SREC_FLAG_PERIODS : 0)))
     return;
   thread_begin(true, NULL);
   start_internal_thread(helper_main, NULL);
@@ -913,7 +913,7 @@ __attribute__((constructor)) static void sampler_load(void) {
     if (!wanted[SAMPLER_REALTIME])
       xpt_msg("xptrace: no free real-time signal; realtime sampling disabled\n");
   }
-  uint32_t flags = sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0;
+  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) | (cfg.nperiods ? SREC_FLAG_PERIODS : 0);
   bool any = false;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
     if (cfg.on[k] && wanted[k] && install_handler(k, wanted[k], wanted)) {

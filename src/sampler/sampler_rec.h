@@ -34,6 +34,7 @@ enum {
   SREC_FLAG_FORKED = 1u << 4,        /* a forked child of a sampled process */
   SREC_FLAG_EXECED = 1u << 5,        /* exec'd by a sampled process */
   SREC_FLAG_NO_TIMER = 1u << 6,      /* timer_create failed for a thread */
+  SREC_FLAG_PERIODS = 1u << 7,       /* sampling only inside time windows */
 };
 
 typedef struct srec_header {

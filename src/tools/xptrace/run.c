@@ -16,6 +16,9 @@
 
 #include "xpt_collector.h"
 #include "xptrace_cmds.h"
+#ifdef XPTRACE_HAVE_PERF
+#include "sample_timer.h"
+#endif
 
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
@@ -115,6 +118,12 @@ typedef struct run_outputs {
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
   print_outputs(r->dir, r->chosen, r->format);
+#ifdef XPTRACE_HAVE_PERF
+  if (r->sample) { /* the timer sampler's recordings (sample_timer.c) */
+    sample_timer_opts_t to = {.dir = r->dir, .demangle = true};
+    sample_timer_report(&to);
+  }
+#endif
   if (r->sample)
     print_sample_outputs(r->dir);
 }

@@ -169,8 +169,8 @@ int cmd_sample(int argc, char **argv) {
   char why_static[PATH_MAX + 160];
   if (sample_timer_static(command[0], why_static, sizeof why_static))
     fprintf(stderr, "xptrace sample: %s\n", why_static);
-  sample_timer_opts_t to = {dir, command[0], freq ? hz : SAMPLER_DEFAULT_FREQ,
-                            depth ? frames : SAMPLER_DEFAULT_DEPTH, demangle};
+  sample_timer_opts_t to = {.dir = dir, .command = command[0], .hz = freq ? hz : SAMPLER_DEFAULT_FREQ,
+                            .depth = depth ? frames : SAMPLER_DEFAULT_DEPTH, .demangle = demangle};
   return launch_and_wait(command, verbose, sample_timer_after, &to);
 #else
   return launch_and_wait(command, verbose, sample_after, dir);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +97,7 @@ typedef struct thread_entry {
 typedef struct totals {
   uint64_t signals[2], weight[2], cpu_ns, lost;
   unsigned processes, busy;
+  uint32_t flags; /* of every recording */
   bool any_exited;
 } totals_t;
 
@@ -285,29 +287,32 @@ static void feed(xs_session_t *s, const recording_t *r, bool exec_of_known, tota
     free(c);
   }
   uint64_t end = atomic_load(&((srec_header_t *)(uintptr_t)h)->end_ns);
+  uint32_t hflags = atomic_load(&((srec_header_t *)(uintptr_t)h)->flags);
   for (size_t i = 0; i < m.nthreads; ++i) {
     thread_entry_t *t = &m.threads[i];
     if (!t->tid || !t->ended)
       continue;
-    xs_thread_exit(s, h->pid, t->tid, end ? end : h->start_ns, t->cpu_ns);
     tot->cpu_ns += t->cpu_ns;
     /* A thread with CPU time for 4 or more periods and under half of its
-     * samples: say why when we know. */
+     * samples, that blocked SIGPROF: said here, with the cause (the
+     * session tells of the others). */
     double expected = h->clock_on[0] ? (double)t->cpu_ns * 1e-9 * h->freq[0] : 0;
-    if (expected >= 4 && (double)t->weight[0] < 0.5 * expected) {
-      if (t->blocked)
+    bool told = false;
+    if (expected >= 4 && (double)t->weight[0] < 0.5 * expected &&
+        !(hflags & (SREC_FLAG_SIGPROF_TAKEN | SREC_FLAG_SIGPROF_HELD))) {
+      if (t->blocked) {
         fprintf(stderr,
-                "xptrace sample: %s: thread %zu (%s) used %.2f s of CPU and got %llu of ~%.0f samples: "
+                "xptrace sample: %s: thread %d (%s) used %.3f CPU-s and got %llu of ~%.0f samples: "
                 "it blocks SIGPROF; use --method perf (it samples threads that block signals)\n",
-                who, i, t->name[0] ? t->name : "?", (double)t->cpu_ns * 1e-9,
+                who, (int)t->tid, t->name[0] ? t->name : "?", (double)t->cpu_ns * 1e-9,
                 (unsigned long long)t->weight[0], expected);
-      else if (!(atomic_load(&((srec_header_t *)(uintptr_t)h)->flags) & (SREC_FLAG_SIGPROF_TAKEN | SREC_FLAG_SIGPROF_HELD)))
-        fprintf(stderr,
-                "xptrace sample: %s: thread %zu (%s) used %.2f s of CPU and got %llu of ~%.0f samples "
-                "(SIGPROF blocked for a while, or no timer); use --method perf\n",
-                who, i, t->name[0] ? t->name : "?", (double)t->cpu_ns * 1e-9,
-                (unsigned long long)t->weight[0], expected);
+        told = true;
+      }
     }
+    /* SIGPROF taken: one line for the process instead of one per thread. */
+    if (hflags & (SREC_FLAG_SIGPROF_TAKEN | SREC_FLAG_SIGPROF_HELD))
+      told = true;
+    xs_thread_exit(s, h->pid, t->tid, end ? end : h->start_ns, told ? UINT64_MAX : t->cpu_ns);
   }
   uint32_t flags = atomic_load(&((srec_header_t *)(uintptr_t)h)->flags);
   if (flags & SREC_FLAG_SIGPROF_HELD)
@@ -326,6 +331,7 @@ static void feed(xs_session_t *s, const recording_t *r, bool exec_of_known, tota
                     "RLIMIT_SIGPENDING?): they were not sampled\n", who);
   tot->lost += atomic_load(&((srec_header_t *)(uintptr_t)h)->lost);
   tot->any_exited |= (flags & SREC_FLAG_EXITED) != 0;
+  tot->flags |= flags;
   if (m.oom)
     fprintf(stderr, "xptrace sample: %s: out of memory reading its recording\n", who);
   free(m.maps);
@@ -430,15 +436,20 @@ int sample_timer_report(const sample_timer_opts_t *o) {
   rec_list_t l = {0};
   rec_find(&l, o->dir, 0, &tot);
   if (l.n == 0) {
-    if (!tot.busy)
+    if (!tot.busy && !o->silent_if_none)
       fprintf(stderr,
               "xptrace sample: no samples: no process loaded the sampler (a static or setuid program, "
               "or LD_PRELOAD cleared); use --method perf\n");
     return 1;
   }
   qsort(l.r, l.n, sizeof *l.r, by_start);
-  xs_options_t so = {.dir = o->dir, .command = o->command, .method = "timer", .hz = o->hz,
-                     .depth = o->depth, .demangle = o->demangle, .trace = true};
+  const srec_header_t *root = l.r[0].h;
+  char program[sizeof root->program + 1];
+  snprintf(program, sizeof program, "%.*s", (int)sizeof root->program, root->program);
+  double hz = o->hz > 0 ? o->hz : root->freq[root->clock_on[0] ? 0 : 1];
+  xs_options_t so = {.dir = o->dir, .command = o->command ? o->command : program, .method = "timer",
+                     .hz = hz, .depth = o->depth ? o->depth : root->depth, .demangle = o->demangle,
+                     .trace = true};
   xs_session_t *s = xs_session_new(&so);
   if (!s) {
     fprintf(stderr, "xptrace sample: out of memory\n");
@@ -452,18 +463,40 @@ int sample_timer_report(const sample_timer_opts_t *o) {
       xs_root(s, l.r[i].h->pid);
     feed(s, &l.r[i], seen, &tot);
   }
+  /* CPU time: the command's tree as the kernel counted it when we
+   * waited for it (killed processes included), else the threads'. */
   double cpu = (double)tot.cpu_ns * 1e-9;
-  xs_method_stats_t st = {.lost = tot.lost, .cpu_seconds = tot.any_exited ? cpu : -1,
-                          .effective_hz = -1, .unwinder = "libunwind in the signal handler"};
+  struct rusage ru;
+  if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+    double children = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+                      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    if (children > 0)
+      cpu = children;
+  }
+  xs_method_stats_t st = {.cpu_seconds = cpu > 0 ? cpu : -1, .effective_hz = -1,
+                          .unwinder = "libunwind in the signal handler"};
   xs_session_finish(s, &st);
   xs_session_free(s);
+  if (!tot.weight[0] && !tot.weight[1]) {
+    /* Never "no samples" without a reason. */
+    const char *why = (tot.flags & SREC_FLAG_PERIODS) ? "no sampling window opened before the program ended (--periods)"
+                      : (tot.flags & (SREC_FLAG_SIGPROF_TAKEN | SREC_FLAG_SIGPROF_HELD))
+                          ? "the program took SIGPROF (above)"
+                      : cpu < 1.0 / hz ? "the program used less CPU time than one sampling period (raise -f)"
+                                       : "its threads blocked the sampling signals (use --method perf)";
+    fprintf(stderr, "xptrace sample: no samples: %s\n", why);
+  }
+  if (tot.lost)
+    fprintf(stderr,
+            "xptrace sample: %llu sample(s) lost: the recording was full (XPTRACE_SAMPLE_BUFFER_SIZE), the "
+            "disk refused room, or a stack could not be read\n", (unsigned long long)tot.lost);
   /* Timer signals arrive at the kernel's tick at most; each one counts
    * for the periods it stands for. */
   if (cpu > 0.05 && tot.signals[0])
     fprintf(stderr,
             "xptrace sample: method timer: %g Hz asked; timer signals came %.0f times per CPU-second "
             "(the kernel's tick at most), each counting 1 + its overruns: %.0f per CPU-second\n",
-            o->hz, (double)tot.signals[0] / cpu, (double)tot.weight[0] / cpu);
+            hz, (double)tot.signals[0] / cpu, (double)tot.weight[0] / cpu);
   for (size_t i = 0; i < l.n; ++i) {
     unlink(l.r[i].path);
     munmap((void *)(uintptr_t)l.r[i].map, l.r[i].len);

@@ -17,10 +17,11 @@ bool sample_timer_static(const char *cmd, char *why, size_t len);
 
 typedef struct sample_timer_opts {
   const char *dir;     /* output folder */
-  const char *command; /* argv[0] */
-  double hz;           /* requested rate */
-  unsigned depth;
+  const char *command; /* argv[0]; NULL: the first process's name */
+  double hz;           /* requested rate; 0: as recorded */
+  unsigned depth;      /* 0: as recorded */
   bool demangle;
+  bool silent_if_none; /* no recording: return 1 without a word */
 } sample_timer_opts_t;
 
 /* Read every recording under o->dir, write the results (samples.folded,
