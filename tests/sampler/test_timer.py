@@ -48,10 +48,14 @@ if mode == "short":
         if not rec:
             continue
         by_thread = {}
-        for thread, _, w in xsamp.stacks(rec):
+        long_threads = set()
+        for thread, names, w in xsamp.stacks(rec):
             by_thread[thread] = by_thread.get(thread, 0) + w
-        long_w = by_thread.get(1, 0)
-        short_w = sum(w for t, w in by_thread.items() if t >= 2)
+            if "long_thread" in names:
+                long_threads.add(thread)
+        c.check(len(long_threads) == 1, f"{freq} Hz: long thread indexes {long_threads}")
+        long_w = sum(by_thread.get(t, 0) for t in long_threads)
+        short_w = sum(w for t, w in by_thread.items() if t >= 1 and t not in long_threads)
         share = 100.0 * long_w / max(1, long_w + short_w)
         c.check(abs(share - 50) <= tolerance,
                 f"{freq} Hz: long thread {share:.1f} % (short threads {100 - share:.1f} %), truth 50/50 "
