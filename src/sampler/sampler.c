@@ -712,8 +712,8 @@ static void *helper_main(void *unused) {
       return NULL;
     srec_lock();
     srec_grow_locked();
-    srec_scan_maps_locked(false);
     srec_unlock();
+    srec_scan_maps(false);
   }
   return NULL;
 }
@@ -768,9 +768,7 @@ static bool recording_start(uint32_t flags) {
   }
   if (srec_open(dir, &setup) != 0)
     return false;
-  srec_lock();
-  srec_scan_maps_locked(true);
-  srec_unlock();
+  srec_scan_maps(true);
   return true;
 }
 
@@ -780,6 +778,7 @@ static void sampler_finish(void) {
   if (atomic_load(&sampler.finished))
     return;
   atomic_store(&sampler.stopping, true);
+  srec_scan_maps(false); /* libraries loaded since the helper's last look */
   sigset_t old;
   sampler_block_signals(&old);
   pthread_mutex_lock(&sampler.registry_lock);

@@ -48,13 +48,14 @@ SAMPLER_HIDDEN void srec_thread_locked(enum srec_kind kind, uint32_t index, pid_
 /* A record of any kind among the metadata. */
 SAMPLER_HIDDEN void *srec_reserve_meta_locked(size_t size);
 SAMPLER_HIDDEN void srec_commit_meta_locked(size_t size);
-/* Record objects loaded since the last scan (all of them if `force`). */
-SAMPLER_HIDDEN void srec_scan_maps_locked(bool force);
+/* Record objects loaded since the last scan (all of them if `force`).
+ * Takes the lock itself, never while the loader's lock is held by us. */
+SAMPLER_HIDDEN void srec_scan_maps(bool force);
 /* Reserve disk blocks ahead of the chunks in use (helper thread). */
 SAMPLER_HIDDEN void srec_grow_locked(void);
 SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);
 SAMPLER_HIDDEN void srec_spare_give_locked(srec_chunk_t *c);
-/* Normal exit: last mappings, end times, the EXITED flag. */
+/* Normal exit: end times, the EXITED flag. */
 SAMPLER_HIDDEN void srec_exit_locked(void);
 
 /* sampler.c: block / restore the sampler's signals on this thread. */

@@ -283,32 +283,42 @@ static const char *object_path(const char *name) {
   return name && *name ? name : srec_hdr->exe;
 }
 
-/* Record the executable segments of an object not recorded yet. */
-static int scan_one(struct dl_phdr_info *info, size_t size, void *data) {
+/* The executable segments of every loaded object, copied out of
+ * dl_iterate_phdr so that no lock of ours is held with the loader's (a
+ * library destructor may join a thread that ends in thread_end). */
+typedef struct seg {
+  uint64_t start, end, offset, bias;
+  char *path;
+} seg_t;
+
+typedef struct segs {
+  seg_t *v;
+  size_t n, cap;
+  unsigned long long adds, subs;
+} segs_t;
+
+static int collect_one(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  unsigned long long *counters = data;
-  counters[0] = info->dlpi_adds;
-  counters[1] = info->dlpi_subs;
-  const char *path = object_path(info->dlpi_name);
-  uint64_t nh = name_hash(path);
-  if (known_has(info->dlpi_addr, nh))
-    return 0;
-  if (rec.nknown == rec.capknown) {
-    size_t cap = rec.capknown ? rec.capknown * 2 : 64;
-    struct known *k = realloc(rec.known, cap * sizeof *k);
-    if (!k)
-      return 0;
-    rec.known = k;
-    rec.capknown = cap;
-  }
-  rec.known[rec.nknown].bias = info->dlpi_addr;
-  rec.known[rec.nknown].name_hash = nh;
-  ++rec.nknown;
+  segs_t *s = data;
+  s->adds = info->dlpi_adds;
+  s->subs = info->dlpi_subs;
   for (size_t i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-      map_record_locked(SREC_MAP, info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
-                        ph->p_offset, info->dlpi_addr, path);
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+      continue;
+    if (s->n == s->cap) {
+      size_t cap = s->cap ? 2 * s->cap : 64;
+      seg_t *v = realloc(s->v, cap * sizeof *v);
+      if (!v)
+        return 1;
+      s->v = v;
+      s->cap = cap;
+    }
+    char *path = strdup(object_path(info->dlpi_name));
+    if (!path)
+      return 1;
+    s->v[s->n++] = (seg_t){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+                           ph->p_offset, info->dlpi_addr, path};
   }
   return 0;
 }
@@ -322,18 +332,57 @@ static int counters_only(struct dl_phdr_info *info, size_t size, void *data) {
   return 1;
 }
 
-void srec_scan_maps_locked(bool force) {
+void srec_scan_maps(bool force) {
   if (!srec_hdr)
     return;
-  unsigned long long counters[2] = {0, 0};
+  sigset_t old;
   if (!force) {
+    unsigned long long counters[2] = {0, 0};
     dl_iterate_phdr(counters_only, counters);
-    if (counters[0] == rec.adds && counters[1] == rec.subs)
+    sampler_block_signals(&old);
+    srec_lock();
+    bool same = counters[0] == rec.adds && counters[1] == rec.subs;
+    srec_unlock();
+    sampler_unblock_signals(&old);
+    if (same)
       return;
   }
-  dl_iterate_phdr(scan_one, counters);
-  rec.adds = counters[0];
-  rec.subs = counters[1];
+  segs_t s = {0};
+  dl_iterate_phdr(collect_one, &s);
+  sampler_block_signals(&old);
+  srec_lock();
+  uint64_t new_bias = 0, new_hash = 0;
+  bool have_new = false;
+  for (size_t i = 0; i < s.n && srec_hdr; ++i) {
+    uint64_t nh = name_hash(s.v[i].path);
+    bool same_new = have_new && new_bias == s.v[i].bias && new_hash == nh;
+    if (!same_new && known_has(s.v[i].bias, nh))
+      continue;
+    if (!same_new) {
+      if (rec.nknown == rec.capknown) {
+        size_t cap = rec.capknown ? rec.capknown * 2 : 64;
+        struct known *k = realloc(rec.known, cap * sizeof *k);
+        if (!k)
+          continue;
+        rec.known = k;
+        rec.capknown = cap;
+      }
+      rec.known[rec.nknown].bias = s.v[i].bias;
+      rec.known[rec.nknown].name_hash = nh;
+      ++rec.nknown;
+      have_new = true;
+      new_bias = s.v[i].bias;
+      new_hash = nh;
+    }
+    map_record_locked(SREC_MAP, s.v[i].start, s.v[i].end, s.v[i].offset, s.v[i].bias, s.v[i].path);
+  }
+  rec.adds = s.adds;
+  rec.subs = s.subs;
+  srec_unlock();
+  sampler_unblock_signals(&old);
+  for (size_t i = 0; i < s.n; ++i)
+    free(s.v[i].path);
+  free(s.v);
 }
 
 /* ---- dlclose: note the object before it goes ------------------------------------ */
@@ -379,18 +428,14 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
   if (watch) {
     snprintf(name, sizeof name, "%s", lm->l_name);
     bias = lm->l_addr;
-    sampler_block_signals(&old);
-    srec_lock();
-    srec_scan_maps_locked(false); /* recorded if it was loaded since the last scan */
-    srec_unlock();
-    sampler_unblock_signals(&old);
+    srec_scan_maps(false); /* recorded if it was loaded since the last scan */
   }
   int rc = real(handle);
   if (watch) {
     find_object_t f = {bias, name, false};
+    dl_iterate_phdr(find_one, &f);
     sampler_block_signals(&old);
     srec_lock();
-    dl_iterate_phdr(find_one, &f);
     if (!f.found && srec_hdr) {
       map_record_locked(SREC_UNMAP, 0, 0, 0, bias, name);
       uint64_t nh = name_hash(name);
@@ -441,7 +486,6 @@ void srec_exit_locked(void) {
   srec_header_t *h = srec_hdr;
   if (!h)
     return;
-  srec_scan_maps_locked(false);
   atomic_store(&h->end_cpu_ns, cpu_now(CLOCK_PROCESS_CPUTIME_ID));
   atomic_store(&h->end_ns, srec_now());
   atomic_fetch_or(&h->flags, SREC_FLAG_EXITED);
