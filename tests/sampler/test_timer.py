@@ -152,4 +152,6 @@ elif mode == "forkexec":
 else:
     c.check(False, f"unknown mode {mode}")
 
+if not c.failures:
+    shutil.rmtree(scratch, ignore_errors=True)  # recordings reserve disk blocks
 sys.exit(c.done())
