@@ -4,7 +4,7 @@ checked against the shape, however the program ended.
 
 usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
 MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
-      | blocked | sigprof | static
+      | blocked | sigprof | static | debian (xz, sort; exit 77 when missing)
 """
 import os
 import re
@@ -148,6 +148,30 @@ elif mode == "static":
     rc, out, err, st = timer("t", [static])
     c.check(rc == 0 and "static ok" in out, f"exit {rc}: {out}")
     c.check("is statically linked" in err and "--method perf" in err, f"static binary not said: {err}")
+
+elif mode == "debian":
+    # Real programs: xz's worker threads block every signal (said, with
+    # the fix), its output is the same byte for byte; sort closes its
+    # stdout at exit (the report is the launcher's).
+    xz, sort = shutil.which("xz"), shutil.which("sort")
+    if not xz or not sort:
+        print(f"SKIP [{mode}]: xz or sort missing")
+        sys.exit(77)
+    data = os.path.join(scratch, "data.txt")
+    with open(data, "w") as f:
+        for i in range(150000):
+            f.write(f"{(i * 2654435761) % 1000003:07d} line {i} {'xyz' * (i % 7)}\n")
+    run([xz, "-T2", "-3", "-k", "-S", ".plain", data], cwd=scratch)
+    rc, out, err, st = timer("xz", [xz, "-T2", "-3", "-k", "-S", ".sampled", data])
+    with open(data + ".plain", "rb") as a, open(data + ".sampled", "rb") as b:
+        same = a.read() == b.read()
+    c.check(rc == 0 and same, f"xz: exit {rc}, output differs from a plain run: {err}")
+    c.check(re.search(r"xz \[\d+\]: thread \d+ \(xz\) used [0-9.]+ CPU-s and got \d+ of ~\d+ samples: it blocks "
+                      r"SIGPROF; use --method perf", err), f"xz: blocked workers not said: {err}")
+    sorted_out = os.path.join(scratch, "sorted.txt")
+    rc, out, err, st = timer("sort", [sort, "-o", sorted_out, data])
+    c.check(rc == 0 and os.path.getsize(sorted_out) == os.path.getsize(data), f"sort: exit {rc}: {err}")
+    c.check("cputime samples at" in err, f"sort: no summary: {err}")
 
 else:
     c.check(False, f"unknown mode {mode}")

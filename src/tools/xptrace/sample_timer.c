@@ -138,7 +138,7 @@ typedef struct meta {
 } meta_t;
 
 static thread_entry_t *thread_at(meta_t *m, uint32_t index) {
-  if (index >= 1u << 22)
+  if (index >= 1u << 20)
     return NULL;
   if (index >= m->nthreads) {
     size_t n = index + 64;
