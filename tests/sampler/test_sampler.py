@@ -17,6 +17,8 @@ mode, lib, work, scratch = sys.argv[1:5]
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
 c = Checker(mode)
+if os.environ.get("XPTRACE_TEST_SANITIZE"):  # see test_timer.py
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
 
 
 def sample(out, args, **env):
