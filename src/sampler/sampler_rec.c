@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +36,9 @@ static struct {
   /* Partly used chunks of ended threads, for the next threads. */
   srec_chunk_t *spare[64];
   size_t nspare;
-  bool full; /* the disk refused more room */
+  bool full; /* the disk refused more room, or the descriptor is gone */
+  dev_t dev;
+  ino_t ino;
 } rec = {.fd = -1, .meta_lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t srec_now(void) {
@@ -147,6 +150,10 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
   void *map = MAP_FAILED;
   if (!err && (map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
     err = errno;
+  /* Written a page at a time: no read-ahead (it would zero megabytes of
+   * page cache at the first fault, most of the fixed cost). */
+  if (!err)
+    madvise(map, size, MADV_RANDOM);
   close(dfd);
   if (err) {
     xpt_msg("xptrace: sampler: cannot make its recording %s: %s; not sampling", path, strerror(err));
@@ -158,6 +165,11 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
   }
   /* Held while this process lives: the launcher knows it still runs. */
   flock(fd, LOCK_SH);
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    rec.dev = st.st_dev;
+    rec.ino = st.st_ino;
+  }
   srec_header_t *h = map;
   memcpy(h->magic, SREC_MAGIC, 8);
   h->version = SREC_VERSION;
@@ -469,6 +481,13 @@ void srec_grow_locked(void) {
     want = h->nchunks;
   if (want <= reserved)
     return;
+  /* A program that closes every descriptor (a daemon) may have given
+   * ours to a file of its own: never touch that one. */
+  struct stat st;
+  if (fstat(rec.fd, &st) != 0 || st.st_dev != rec.dev || st.st_ino != rec.ino) {
+    rec.full = true;
+    return;
+  }
   off_t from = (off_t)(SREC_HEADER_SIZE + (size_t)reserved * h->chunk_size);
   off_t len = (off_t)((size_t)(want - reserved) * h->chunk_size);
   if (fallocate(rec.fd, 0, from, len) != 0) {
