@@ -261,6 +261,14 @@ static size_t inline_frames(xsym_t *x, Dwfl_Module *mod, GElf_Addr addr, xsym_fr
     return 0;
   Dwarf_Die *scopes = NULL;
   int n = dwarf_getscopes(cu, addr - bias, &scopes);
+  /* Past an inlined call, dwarf_getscopes follows its abstract origin;
+   * the concrete chain of callers is the innermost scope's parents. */
+  if (n > 0) {
+    Dwarf_Die inner = scopes[0];
+    free(scopes);
+    scopes = NULL;
+    n = dwarf_getscopes_die(&inner, &scopes);
+  }
   size_t k = 0;
   const char *file = NULL;
   int line = 0;

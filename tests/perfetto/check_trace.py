@@ -30,6 +30,10 @@ on a real thread (JSON tid 0), and every graph edge whose two nodes are in
 the trace is a flow from an event of its source node (annotation uid =
 the edge's source_uid) to an instant of its target node (uid =
 target_uid, edge_uid = the edge), never ending before it starts.
+Samples (PerfSample packets of `xptrace sample`): every sample's callstack,
+frames, function names and mappings resolve on its sequence, and its thread
+has a descriptor; --perf-samples N, --min-perf-samples N, --sample-function
+NAME>=PCT (NAME in at least PCT % of the samples' stacks).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -114,6 +118,9 @@ class Summary:
         self.dev_slices = []  # (lane name, begin, end)
         self.lanes = {}  # lane key -> name
         self.dev_flows = 0
+        self.perf_samples = 0
+        self.sample_threads = set()
+        self.sample_incl = {}  # function name -> samples with it in their stack
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -169,6 +176,75 @@ def check_graph(s, starts):
     for g in s.graph:
         if g["in"] and "edge_uid" not in g["anns"]:
             fail("graph event %r ends a flow but is no edge" % g["name"])
+
+
+PROFILE_TABLES = ("function_names", "frames", "callstacks", "mappings", "mapping_paths", "build_ids")
+
+
+def intern_profile(st, interned):
+    """Interned callstacks of samples, by table and iid."""
+    for key in PROFILE_TABLES:
+        table = st.setdefault("prof_" + key, {})
+        for e in interned.get(key, []):
+            iid = one(e, "iid")
+            if not iid:
+                fail("interned %s with iid 0" % key)
+            if iid in table and table[iid] != e:
+                fail("interned %s iid %d redefined" % (key, iid))
+            table[iid] = e
+
+
+def check_perf_sample(s, st, ps, p, i):
+    """A PerfSample: pid, tid, a MONOTONIC time, and a callstack whose
+    frames, function names and mappings all resolve on its sequence."""
+    if "timestamp" not in p or one(p, "timestamp_clock_id", st["clock"]) not in (None, MONOTONIC):
+        fail("sample in packet %d without a MONOTONIC timestamp" % i)
+    if not one(ps, "pid") or not one(ps, "tid"):
+        fail("sample in packet %d without pid/tid" % i)
+    iid = one(ps, "callstack_iid")
+    cs = st.get("prof_callstacks", {}).get(iid)
+    if cs is None:
+        fail("sample in packet %d: callstack %s not interned" % (i, iid))
+    names = []
+    for fid in cs.get("frame_ids", []):
+        fr = st.get("prof_frames", {}).get(fid)
+        if fr is None:
+            fail("callstack %d: frame %d not interned" % (iid, fid))
+        fn = st.get("prof_function_names", {}).get(one(fr, "function_name_id"))
+        if fn is None:
+            fail("frame %d: function name %s not interned" % (fid, one(fr, "function_name_id")))
+        m = one(fr, "mapping_id")
+        if m:
+            mp = st.get("prof_mappings", {}).get(m)
+            if mp is None:
+                fail("frame %d: mapping %d not interned" % (fid, m))
+            for pid in mp.get("path_string_ids", []):
+                if pid not in st.get("prof_mapping_paths", {}):
+                    fail("mapping %d: path part %d not interned" % (m, pid))
+            if "rel_pc" not in fr:
+                fail("frame %d has a mapping but no rel_pc" % fid)
+        names.append(one(fn, "str"))
+    if not names:
+        fail("sample in packet %d: empty callstack" % i)
+    s.perf_samples += 1
+    s.sample_threads.add((one(ps, "pid"), one(ps, "tid")))
+    for n in set(names):
+        s.sample_incl[n] = s.sample_incl.get(n, 0) + 1
+
+
+def check_samples(s, a):
+    if a.perf_samples is not None and s.perf_samples != a.perf_samples:
+        fail("expected %d samples, found %d" % (a.perf_samples, s.perf_samples))
+    if a.min_perf_samples is not None and s.perf_samples < a.min_perf_samples:
+        fail("expected at least %d samples, found %d" % (a.min_perf_samples, s.perf_samples))
+    for pid, tid in s.sample_threads:
+        if (pid, tid) not in s.threads:
+            fail("samples of thread %d (pid %d) without its thread descriptor" % (tid, pid))
+    for spec in a.sample_function:
+        n, pct = spec.rsplit(">=", 1)
+        got = 100.0 * s.sample_incl.get(n, 0) / max(s.perf_samples, 1)
+        if got < float(pct):
+            fail("function %s in %.1f%% of the samples, expected >= %s" % (n, got, pct))
 
 
 def check_proto(proto_file, trace, args):
@@ -227,6 +303,12 @@ def check_proto(proto_file, trace, args):
                     if not iid:
                         fail("interned %s with iid 0" % key)
                     st[table][iid] = one(e, "name")
+        if interned:
+            intern_profile(st, interned)
+        ps = one(p, "perf_sample")
+        if ps:
+            check_perf_sample(s, st, ps, p, i)
+            continue
         td = one(p, "track_descriptor")
         if td:
             uuid = one(td, "uuid")
@@ -538,11 +620,12 @@ def main():
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "edges", "flows", "min_dropped", "total", "threads",
                 "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
-                "min_device_flows", "device_min_dur"):
+                "min_device_flows", "device_min_dur", "perf_samples", "min_perf_samples"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
     ap.add_argument("--lanes", action="append", default=[])
+    ap.add_argument("--sample-function", action="append", default=[])
     ap.add_argument("--window")
     ap.add_argument("--any-flow-order", action="store_true")
     ap.add_argument("--allow-unmatched", action="store_true")
@@ -557,6 +640,8 @@ def main():
           "unmatched=%d open=%d dropped=%d threads=%d" %
           (s.slices, s.instants, s.nodes, s.edges, s.flows, s.begins, s.ends, s.unmatched,
            s.open, s.dropped, len(s.threads)))
+    if s.perf_samples:
+        print("check_trace: perf_samples=%d" % s.perf_samples)
     if s.unmatched:
         fail("%d slice ends without their begin" % s.unmatched)
     if s.open and not a.allow_unmatched:
@@ -582,6 +667,7 @@ def main():
     if a.clock_samples is not None:
         check_clock(s.clock, a.clock_samples)
     check_device(s, a)
+    check_samples(s, a)
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):
