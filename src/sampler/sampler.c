@@ -1,24 +1,23 @@
-/* xptrace sampler — statistical call-stack sampling of any program,
- * loaded with LD_PRELOAD (see docs/sampler.md).
+/* xptrace timer sampler — statistical call-stack sampling of any program,
+ * loaded with LD_PRELOAD (see docs/sampler.md, "The timer method").
  *
  * Each thread gets POSIX timers that signal that very thread
  * (SIGEV_THREAD_ID): SIGPROF on its CPU-time clock, a real-time signal on
- * CLOCK_MONOTONIC.  The handler unwinds the interrupted stack with
- * libunwind into the thread's mmap'd buffer; a full buffer is pushed on a
- * lock-free list for the writer thread and a fresh one mapped.  No malloc,
- * lock or I/O in the handler.  At exit (or SIGINT/SIGTERM) the counts are
- * symbolized and written. */
+ * CLOCK_MONOTONIC, the first expiry at a random phase of the period.  The
+ * handler unwinds the interrupted stack with libunwind straight into the
+ * recording, a file in the output folder mapped shared (sampler_rec.c),
+ * weighting the sample by 1 + the timer's overruns.  No malloc, lock or
+ * I/O in the handler.  The launcher reads the recording after the
+ * program ended, however it ended, and writes the results. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -79,7 +78,7 @@ static void settings_read(void) {
   cfg.depth = SAMPLER_DEFAULT_DEPTH;
   text = getenv("XPTRACE_SAMPLE_DEPTH");
   if (text && *text && !sampler_parse_depth(text, &cfg.depth))
-    settings_bad("XPTRACE_SAMPLE_DEPTH", text, "a depth from 1 to 512", "64");
+    settings_bad("XPTRACE_SAMPLE_DEPTH", text, "a depth from 1 to 512", "256");
   text = getenv("XPTRACE_SAMPLE_PERIODS");
   if (text && *text) {
     char bad[64];
@@ -95,40 +94,49 @@ static void settings_read(void) {
 
 /* ---- state ----------------------------------------------------------------- */
 
+/* ---- state ----------------------------------------------------------------- */
+
 typedef struct sampler_thread {
   struct sampler_thread *next; /* registry */
-  sampler_thread_info_t info;
+  uint32_t index;
+  pid_t tid;
+  clockid_t cpu_clock;
   timer_t timer[SAMPLER_NCLOCKS];
   bool has_timer[SAMPLER_NCLOCKS];
-  sample_buffer_t *current; /* touched only by this thread */
-  atomic_bool live;         /* the handler may record */
-  atomic_int busy;          /* the handler is running on this thread */
+  srec_chunk_t *chunk;              /* touched only by this thread */
+  _Atomic uint64_t weight[SAMPLER_NCLOCKS]; /* weighted samples taken */
+  /* For the CPU time the tick did not sample (below): the CPU-time
+   * timer's start and first expiry, the start routine, and the frames
+   * that called it. */
+  uint64_t timer_cpu0, timer_first;
+  bool cpu_timer_started;
+  void *routine;
+  void *base[16];
+  int nbase;
+  atomic_bool live;                 /* the handler may record */
+  atomic_int busy;                  /* the handler is running on this thread */
 } sampler_thread_t;
 
 static __thread sampler_thread_t *tls_self __attribute__((tls_model("initial-exec")));
 
 static struct {
   bool loaded;
+  bool quiet;                              /* the launcher reports (XPTRACE_FINISHER=launcher) */
   int signo[SAMPLER_NCLOCKS];              /* 0: that clock is not sampled */
   struct sigaction before[SAMPLER_NCLOCKS]; /* what the program had */
   atomic_bool active[SAMPLER_NCLOCKS];     /* timers may be created */
-  const char *stop_note[SAMPLER_NCLOCKS];
   atomic_bool window_open;
   atomic_bool stopping;
   atomic_bool finished;
-  atomic_uint_fast64_t lost;                 /* samples with no thread state */
-  _Atomic(sample_buffer_t *) full;           /* handoff list */
-  sem_t writer_wake;
   pthread_mutex_t registry_lock;             /* threads list, timers */
-  pthread_mutex_t report_lock;               /* aggregation */
   sampler_thread_t *threads;
   uint32_t next_index;
   clockid_t main_cpu_clock;
   pid_t root_pid;                            /* first sampled process of the tree */
   bool forked;                               /* this process is a fork of a sampled one */
+  char dir[PATH_MAX + 32];                   /* where the recording is */
 } sampler = {
     .registry_lock = PTHREAD_MUTEX_INITIALIZER,
-    .report_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static pid_t sampler_gettid(void) { return (pid_t)syscall(SYS_gettid); }
@@ -189,12 +197,14 @@ static void thread_delete_timers_locked(sampler_thread_t *t, int only_clock) {
 static void sampler_give_up_clock(int k, const char *why) {
   pthread_mutex_lock(&sampler.registry_lock);
   if (atomic_exchange(&sampler.active[k], false)) {
-    sampler.stop_note[k] = why;
     for (sampler_thread_t *t = sampler.threads; t; t = t->next)
       thread_delete_timers_locked(t, k);
+    srec_flag(k == SAMPLER_CPUTIME ? SREC_FLAG_SIGPROF_TAKEN : SREC_FLAG_RT_TAKEN);
+    /* The launcher says it after the run; alone, the library says it now. */
     const char *abbrev = sigabbrev_np(sampler.signo[k]);
-    xpt_msg("xptrace: the program %s SIG%s; %s sampling disabled\n", why,
-            abbrev ? abbrev : "?", clock_names[k]);
+    if (!sampler.quiet)
+      xpt_msg("xptrace: the program %s SIG%s; %s sampling disabled\n", why, abbrev ? abbrev : "?",
+              clock_names[k]);
   }
   pthread_mutex_unlock(&sampler.registry_lock);
 }
@@ -233,62 +243,18 @@ __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t
 
 /* ---- buffers and handoff ------------------------------------------------- */
 
-static size_t buffer_stride(void) {
-  size_t s = sizeof(sample_record_t) + cfg.depth * sizeof(uintptr_t);
-  return (s + 7) & ~(size_t)7;
+/* ---- blocking our signals around metadata ---------------------------------- */
+
+void sampler_block_signals(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
+    if (sampler.signo[k])
+      sigaddset(&set, sampler.signo[k]);
+  pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-/* mmap only: callable from the signal handler. */
-static sample_buffer_t *buffer_map(void) {
-  size_t stride = buffer_stride();
-  size_t size = sizeof(sample_buffer_t) + stride * SAMPLER_SAMPLES_PER_BUFFER;
-  size_t page = 4096;
-  size = (size + page - 1) & ~(page - 1);
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return NULL;
-  sample_buffer_t *b = p;
-  b->next = NULL;
-  b->map_size = size;
-  b->stride = stride;
-  b->count = 0;
-  b->capacity = SAMPLER_SAMPLES_PER_BUFFER;
-  return b;
-}
-
-/* Lock-free push (the writer takes the whole list at once, so no ABA). */
-static void handoff_push(sample_buffer_t *b) {
-  sample_buffer_t *head = atomic_load_explicit(&sampler.full, memory_order_relaxed);
-  do {
-    b->next = head;
-  } while (!atomic_compare_exchange_weak_explicit(&sampler.full, &head, b, memory_order_release,
-                                                  memory_order_relaxed));
-  sem_post(&sampler.writer_wake); /* async-signal-safe */
-}
-
-/* Count every handed-off buffer; the caller holds report_lock. */
-static void handoff_drain_locked(void) {
-  sample_buffer_t *b = atomic_exchange_explicit(&sampler.full, NULL, memory_order_acquire);
-  while (b) {
-    sample_buffer_t *next = b->next;
-    if (!atomic_load(&sampler.finished))
-      sampler_report_add(b);
-    munmap(b, b->map_size);
-    b = next;
-  }
-}
-
-static void *writer_main(void *unused) {
-  (void)unused;
-  for (;;) {
-    while (sem_wait(&sampler.writer_wake) != 0 && errno == EINTR) {
-    }
-    pthread_mutex_lock(&sampler.report_lock);
-    handoff_drain_locked();
-    pthread_mutex_unlock(&sampler.report_lock);
-  }
-  return NULL;
-}
+void sampler_unblock_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
 
 /* ---- the signal handler --------------------------------------------------- */
 
@@ -309,49 +275,46 @@ static void chain_previous(int k, int sig, siginfo_t *info, void *uctx) {
   }
 }
 
-static void record_sample(sampler_thread_t *t, int k, void *uctx) {
-  sample_buffer_t *b = t->current;
-  if (!b || b->count == b->capacity) {
-    if (b)
-      handoff_push(b);
-    t->current = b = buffer_map();
-    if (!b) {
-      ++t->info.dropped;
-      return;
-    }
+static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uctx) {
+  size_t max = sizeof(srec_sample_t) + cfg.depth * sizeof(uint64_t);
+  srec_sample_t *s = srec_reserve(&t->chunk, max, SREC_OWNER_THREADS);
+  if (!s) {
+    srec_lost();
+    return;
   }
-  sample_record_t *s = sample_at(b, b->count);
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  s->time_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-  s->clock = (uint8_t)k;
-  s->thread = t->info.index;
-  s->truncated = 0;
   unw_cursor_t cursor;
   if (unw_init_local2(&cursor, (unw_context_t *)uctx, UNW_INIT_SIGNAL_FRAME) < 0) {
-    ++t->info.dropped;
+    srec_lost();
     return;
   }
   unsigned n = 0;
+  uint8_t truncated = 0;
   for (;;) {
     unw_word_t ip = 0;
     if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
       break;
-    s->pc[n++] = (uintptr_t)ip;
+    s->pc[n++] = (uint64_t)ip;
     if (unw_step(&cursor) <= 0)
       break;
     if (n == cfg.depth) {
-      s->truncated = 1;
+      truncated = 1;
       break;
     }
   }
   if (n == 0) {
-    ++t->info.dropped;
+    srec_lost();
     return;
   }
+  s->kind = SREC_SAMPLE;
+  s->size = (uint16_t)(sizeof *s + n * sizeof(uint64_t));
+  s->thread = t->index;
+  s->time_ns = srec_now();
+  s->weight = weight;
+  s->clock = (uint8_t)k;
+  s->truncated = truncated;
   s->depth = (uint16_t)n;
-  ++b->count;
-  ++t->info.samples[k];
+  srec_commit(t->chunk, s->size);
+  atomic_fetch_add_explicit(&t->weight[k], weight, memory_order_relaxed);
 }
 
 static void sampler_on_signal(int sig, siginfo_t *info, void *uctx) {
@@ -368,25 +331,56 @@ static void sampler_on_signal(int sig, siginfo_t *info, void *uctx) {
   }
   sampler_thread_t *t = tls_self;
   if (!t) {
-    atomic_fetch_add_explicit(&sampler.lost, 1, memory_order_relaxed);
+    srec_lost();
     errno = saved_errno;
     return;
   }
   if (atomic_exchange(&t->busy, 1)) {
     /* Nested in another of our handlers on this thread (cannot happen
      * while both signals block each other; kept as a guard). */
-    ++t->info.dropped;
+    srec_lost();
     errno = saved_errno;
     return;
   }
+  /* The kernel checks CPU-time timers at its tick: at rates above it one
+   * signal stands for several periods. */
+  uint32_t weight = 1u + (uint32_t)(info->si_overrun > 0 ? info->si_overrun : 0);
   if (!atomic_load(&sampler.stopping) && atomic_load_explicit(&t->live, memory_order_relaxed) &&
       atomic_load_explicit(&sampler.window_open, memory_order_relaxed))
-    record_sample(t, k, uctx);
+    record_sample(t, k, weight, uctx);
   atomic_store(&t->busy, 0);
   errno = saved_errno;
 }
 
 /* ---- threads ---------------------------------------------------------------- */
+
+/* A uniform phase in (0, 1]: a thread that runs less than one period
+ * still gets its share of samples on average (a fixed first expiry of
+ * one whole period never samples short threads). */
+static double random_phase(pid_t tid) {
+  static _Atomic uint64_t state;
+  uint64_t x = atomic_fetch_add(&state, 0x9e3779b97f4a7c15ull) ^ ((uint64_t)tid << 32) ^ srec_now();
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return ((double)(x >> 11) + 1.0) / 9007199254740992.0;
+}
+
+static void set_timespec(struct timespec *ts, double seconds) {
+  ts->tv_sec = (time_t)seconds;
+  ts->tv_nsec = (long)((seconds - (double)ts->tv_sec) * 1e9);
+  if (ts->tv_sec == 0 && ts->tv_nsec == 0)
+    ts->tv_nsec = 1;
+}
+
+static uint64_t thread_cpu_ns(const sampler_thread_t *t) {
+  struct timespec ts;
+  if (clock_gettime(t->cpu_clock, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void timer_start_locked(sampler_thread_t *t, int k) {
   if (!atomic_load(&sampler.active[k]) || t->has_timer[k])
@@ -396,36 +390,86 @@ static void timer_start_locked(sampler_thread_t *t, int k) {
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = sampler.signo[k];
   sev.sigev_value.sival_int = SAMPLER_TIMER_TAG + k;
-  sev.sigev_notify_thread_id = t->info.tid;
+  sev.sigev_notify_thread_id = t->tid;
   clockid_t clock = k == SAMPLER_CPUTIME ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   if (timer_create(clock, &sev, &t->timer[k]) != 0) {
-    static atomic_bool told;
-    if (!atomic_exchange(&told, true))
-      xpt_msg("xptrace: cannot create a %s sampling timer: %s; threads without one are not sampled\n",
-              clock_names[k], strerror(errno));
+    srec_flag(SREC_FLAG_NO_TIMER);
     return;
   }
   double period = 1.0 / cfg.freq[k];
   struct itimerspec spec;
-  spec.it_interval.tv_sec = (time_t)period;
-  spec.it_interval.tv_nsec = (long)((period - (double)(time_t)period) * 1e9);
-  if (spec.it_interval.tv_sec == 0 && spec.it_interval.tv_nsec == 0)
-    spec.it_interval.tv_nsec = 1;
-  spec.it_value = spec.it_interval;
+  set_timespec(&spec.it_interval, period);
+  set_timespec(&spec.it_value, period * random_phase(t->tid));
   timer_settime(t->timer[k], 0, &spec, NULL);
   t->has_timer[k] = true;
+  if (k == SAMPLER_CPUTIME && !t->cpu_timer_started) {
+    t->cpu_timer_started = true;
+    t->timer_cpu0 = thread_cpu_ns(t);
+    t->timer_first = (uint64_t)spec.it_value.tv_sec * 1000000000u + (uint64_t)spec.it_value.tv_nsec;
+  }
 }
 
-static void thread_begin(bool is_main) {
-  if (tls_self || atomic_load(&sampler.stopping))
+static void thread_name(pid_t tid, char name[16]) {
+  name[0] = '\0';
+  if (tid == sampler_gettid()) {
+    char buf[32] = "";
+    prctl(PR_GET_NAME, buf, 0, 0, 0);
+    snprintf(name, 16, "%s", buf);
+    return;
+  }
+  char path[64], buf[64] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+  FILE *f = fopen(path, "re");
+  if (f) {
+    if (!fgets(buf, sizeof buf, f))
+      buf[0] = '\0';
+    fclose(f);
+  }
+  buf[strcspn(buf, "\n")] = '\0';
+  snprintf(name, 16, "%s", buf);
+}
+
+/* Whether thread `tid` blocks SIGPROF: for this thread, its mask from
+ * before we blocked our signals (`own`); another one's from /proc. */
+static bool thread_blocks_sigprof(pid_t tid, const sigset_t *own) {
+  if (tid == sampler_gettid())
+    return sigismember(own, SIGPROF) == 1;
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+  FILE *f = fopen(path, "re");
+  bool blocked = false;
+  if (!f)
+    return false;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "SigBlk:", 7) == 0) {
+      unsigned long long mask = strtoull(line + 7, NULL, 16);
+      blocked = (mask >> (SIGPROF - 1)) & 1;
+      break;
+    }
+  fclose(f);
+  return blocked;
+}
+
+static void thread_begin(bool is_main, void *routine) {
+  if (tls_self || atomic_load(&sampler.stopping) || !srec_hdr)
     return;
   sampler_thread_t *t = calloc(1, sizeof *t);
   if (!t)
     return;
-  t->info.tid = sampler_gettid();
-  t->current = buffer_map();
+  t->routine = routine;
+  if (routine)
+    t->nbase = unw_backtrace(t->base, (int)(sizeof t->base / sizeof t->base[0]));
+  t->tid = sampler_gettid();
+  if (pthread_getcpuclockid(pthread_self(), &t->cpu_clock) != 0)
+    t->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
+  sigset_t old;
+  sampler_block_signals(&old);
   pthread_mutex_lock(&sampler.registry_lock);
-  t->info.index = is_main ? 0 : sampler.next_index++;
+  srec_lock();
+  t->index = is_main ? 0 : sampler.next_index++;
+  t->chunk = srec_spare_take_locked();
+  srec_thread_locked(SREC_THREAD, t->index, t->tid, 0, NULL, false, NULL);
+  srec_unlock();
   t->next = sampler.threads;
   sampler.threads = t;
   tls_self = t;
@@ -433,49 +477,94 @@ static void thread_begin(bool is_main) {
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
     timer_start_locked(t, k);
   pthread_mutex_unlock(&sampler.registry_lock);
+  sampler_unblock_signals(&old);
 }
 
-static void thread_read_name(sampler_thread_t *t) {
-  char name[32] = "";
-  if (t->info.tid == sampler_gettid()) {
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-  } else {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)t->info.tid);
-    FILE *f = fopen(path, "r");
-    if (f) {
-      if (!fgets(name, sizeof name, f))
-        name[0] = '\0';
-      fclose(f);
-    }
-    name[strcspn(name, "\n")] = '\0';
-  }
-  if (name[0])
-    snprintf(t->info.name, sizeof t->info.name, "%s", name);
+/* The kernel looks at CPU-time timers at its tick only: a thread that
+ * ends between two ticks after its timer expired loses that period (with
+ * 500 threads of 2 ms, most of their time).  At its end we know how many
+ * periods its CPU time held since its timer started (first expiry at a
+ * random phase: unbiased); those not delivered are charged to its start
+ * routine, called from where it was started.  Not with --periods (the
+ * windows decide), and not for a thread whose SIGPROF was blocked or
+ * taken (the diagnostics say so instead). */
+static void charge_unsampled_locked(sampler_thread_t *t, uint64_t cpu, uint64_t weight[SAMPLER_NCLOCKS]) {
+  if (!t->routine || !t->cpu_timer_started || cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]) ||
+      cpu < t->timer_cpu0 + t->timer_first)
+    return;
+  uint64_t period = (uint64_t)(1e9 / cfg.freq[SAMPLER_CPUTIME]);
+  if (period == 0)
+    period = 1;
+  uint64_t due = 1 + (cpu - t->timer_cpu0 - t->timer_first) / period;
+  if (due <= weight[SAMPLER_CPUTIME])
+    return;
+  /* A thread that got under half of its periods blocked SIGPROF or lost
+   * it: no guess, the diagnostic tells. */
+  if (weight[SAMPLER_CPUTIME] * 2 + 2 < due && due > 4)
+    return;
+  uint64_t missing = due - weight[SAMPLER_CPUTIME];
+  size_t n = 1 + (size_t)(t->nbase > 0 ? t->nbase : 0);
+  if (n > cfg.depth)
+    n = cfg.depth;
+  srec_sample_t *s = srec_reserve_meta_locked(sizeof *s + n * sizeof(uint64_t));
+  if (!s)
+    return;
+  s->kind = SREC_SAMPLE;
+  s->size = (uint16_t)(sizeof *s + n * sizeof(uint64_t));
+  s->thread = t->index;
+  s->time_ns = srec_now();
+  s->weight = (uint32_t)(missing > UINT32_MAX ? UINT32_MAX : missing);
+  s->clock = SAMPLER_CPUTIME;
+  s->truncated = SREC_SAMPLE_CHARGED;
+  s->depth = (uint16_t)n;
+  s->pc[0] = (uint64_t)(uintptr_t)t->routine;
+  for (size_t i = 1; i < n; ++i)
+    s->pc[i] = (uint64_t)(uintptr_t)t->base[i - 1];
+  srec_commit_meta_locked(s->size);
+  weight[SAMPLER_CPUTIME] += s->weight;
 }
 
-/* Called by the thread itself as it ends: no more samples, its partial
- * buffer goes to the writer. */
+/* Its CPU time and samples, for the launcher's diagnostics.  The caller
+ * holds registry_lock; t takes no more samples. */
+static void thread_record_end_locked(sampler_thread_t *t, const sigset_t *own) {
+  char name[16];
+  thread_name(t->tid, name);
+  bool blocked = thread_blocks_sigprof(t->tid, own);
+  uint64_t cpu = thread_cpu_ns(t);
+  uint64_t weight[SAMPLER_NCLOCKS];
+  for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
+    weight[k] = atomic_load_explicit(&t->weight[k], memory_order_relaxed);
+  srec_lock();
+  charge_unsampled_locked(t, cpu, weight);
+  srec_thread_locked(SREC_THREAD_END, t->index, t->tid, cpu, weight, blocked, name);
+  srec_spare_give_locked(t->chunk);
+  t->chunk = NULL;
+  srec_unlock();
+}
+
+/* Called by the thread itself as it ends (return, pthread_exit or
+ * cancellation): no more samples; its chunk goes to the next thread. */
 static void thread_end(void *unused) {
   (void)unused;
   sampler_thread_t *t = tls_self;
   if (!t)
     return;
+  sigset_t old;
+  sampler_block_signals(&old);
   pthread_mutex_lock(&sampler.registry_lock);
   thread_delete_timers_locked(t, -1);
-  bool was_live = atomic_exchange(&t->live, false);
-  if (was_live)
-    thread_read_name(t);
-  pthread_mutex_unlock(&sampler.registry_lock);
+  if (atomic_exchange(&t->live, false))
+    thread_record_end_locked(t, &old);
   tls_self = NULL;
-  if (!was_live)
-    return; /* the exit flush took its buffer */
-  sample_buffer_t *b = t->current;
-  t->current = NULL;
-  if (b && b->count)
-    handoff_push(b);
-  else if (b)
-    munmap(b, b->map_size);
+  /* Unlink and free: the registry is only walked under this lock. */
+  for (sampler_thread_t **p = &sampler.threads; *p; p = &(*p)->next)
+    if (*p == t) {
+      *p = t->next;
+      free(t);
+      break;
+    }
+  pthread_mutex_unlock(&sampler.registry_lock);
+  sampler_unblock_signals(&old);
 }
 
 typedef struct thread_start {
@@ -486,7 +575,7 @@ typedef struct thread_start {
 static void *thread_trampoline(void *raw) {
   thread_start_t start = *(thread_start_t *)raw;
   free(raw);
-  thread_begin(false);
+  thread_begin(false, start.routine);
   void *result;
   pthread_cleanup_push(thread_end, NULL);
   result = start.routine(start.arg);
@@ -514,7 +603,6 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
   return rc;
 }
 
-/* Our own threads never take samples nor the program's signals. */
 static int start_internal_thread(void *(*fn)(void *), void *arg) {
   sigset_t all, old;
   sigfillset(&all);
@@ -612,6 +700,29 @@ static void windows_start(void) {
 /* The output folder: the common one, except for a program exec'd by a
  * sampled process (same XPTRACE_OUTPUT): "<dir>/<program>-<pid>", so that
  * it does not overwrite the first program's files. */
+
+/* ---- the helper thread: libraries loaded since the last look ---------------- */
+
+static void *helper_main(void *unused) {
+  (void)unused;
+  for (;;) {
+    struct timespec pause = {0, 50 * 1000000};
+    nanosleep(&pause, NULL);
+    if (atomic_load(&sampler.finished))
+      return NULL;
+    srec_lock();
+    srec_grow_locked();
+    srec_unlock();
+    srec_scan_maps(false);
+  }
+  return NULL;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+/* The output folder: the common one, except for a program exec'd by a
+ * sampled process (same XPTRACE_OUTPUT): "<dir>/<program>-<pid>", so that
+ * it does not mix with the first program's files. */
 static const char *sampler_output_dir(char *buf, size_t len) {
   const char *dir = xpt_output_dir();
   if (!dir)
@@ -627,145 +738,118 @@ static const char *sampler_output_dir(char *buf, size_t len) {
   return buf;
 }
 
-/* Stop every sampler, collect every buffer, write the report.  Once. */
+static bool recording_start(uint32_t flags) {
+  char buf[PATH_MAX + 32];
+  const char *dir;
+  if (flags & SREC_FLAG_FORKED) {
+    /* From the fork handler: the common folder code's own fork handler
+     * may not have run yet (its lock still held), so the child's folder
+     * is named here, as it would name it. */
+    char why[PATH_MAX + 128];
+    dir = buf;
+    if (snprintf(buf, sizeof buf, "%.*s/child-%d", PATH_MAX - 32, sampler.dir, (int)getpid()) >= PATH_MAX) {
+      dir = NULL;
+    } else if (xpt_dir_prepare(buf, why, sizeof why) != 0) {
+      xpt_msg("xptrace: %s", why);
+      dir = NULL;
+    }
+  } else {
+    dir = sampler_output_dir(buf, sizeof buf);
+  }
+  if (!dir) {
+    xpt_msg("xptrace: sampler: no output folder; not sampling");
+    return false;
+  }
+  snprintf(sampler.dir, sizeof sampler.dir, "%s", dir);
+  srec_setup_t setup = {.depth = cfg.depth, .flags = flags};
+  for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
+    setup.on[k] = cfg.on[k];
+    setup.freq[k] = cfg.freq[k];
+  }
+  if (srec_open(dir, &setup) != 0)
+    return false;
+  srec_scan_maps(true);
+  return true;
+}
+
+/* At normal exit: stop every timer, note each live thread's CPU time and
+ * the last libraries.  The launcher (or `xptrace finish`) reports. */
 static void sampler_finish(void) {
   if (atomic_load(&sampler.finished))
     return;
   atomic_store(&sampler.stopping, true);
+  srec_scan_maps(false); /* libraries loaded since the helper's last look */
+  sigset_t old;
+  sampler_block_signals(&old);
   pthread_mutex_lock(&sampler.registry_lock);
   for (sampler_thread_t *t = sampler.threads; t; t = t->next)
     thread_delete_timers_locked(t, -1);
-
-  size_t nthreads = 0;
-  for (sampler_thread_t *t = sampler.threads; t; t = t->next)
-    ++nthreads;
-  sampler_thread_info_t *infos = calloc(nthreads ? nthreads : 1, sizeof *infos);
-  sampler_summary_t summary;
-  memset(&summary, 0, sizeof summary);
-  summary.dropped = atomic_load(&sampler.lost);
-  size_t i = 0;
   for (sampler_thread_t *t = sampler.threads; t; t = t->next) {
     /* A handler still running elsewhere finishes its sample first. */
     for (int spin = 0; atomic_load(&t->busy) && spin < 100000; ++spin)
       sched_yield();
-    if (atomic_exchange(&t->live, false)) {
-      thread_read_name(t);
-      sample_buffer_t *b = t->current;
-      t->current = NULL;
-      if (b && b->count)
-        handoff_push(b);
-      else if (b)
-        munmap(b, b->map_size);
-    }
-    summary.dropped += t->info.dropped;
-    if (infos)
-      infos[i++] = t->info;
+    if (atomic_exchange(&t->live, false))
+      thread_record_end_locked(t, &old);
   }
+  srec_lock();
+  srec_exit_locked();
+  srec_unlock();
+  atomic_store(&sampler.finished, true);
   pthread_mutex_unlock(&sampler.registry_lock);
-  summary.nthreads = infos ? i : 0;
-  /* Programs exec'd by the sampled one (make, sh -c ...): one line each. */
-  summary.brief = !sampler.forked && sampler.root_pid != getpid();
-  summary.threads = infos;
-  for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
-    summary.on[k] = sampler.signo[k] != 0;
-    summary.freq[k] = cfg.freq[k];
-    summary.signal_note[k] = sampler.stop_note[k];
-  }
-
-  pthread_mutex_lock(&sampler.report_lock);
-  handoff_drain_locked();
-  uint64_t samples = 0;
-  for (size_t j = 0; j < summary.nthreads; ++j)
-    for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
-      samples += infos[j].samples[k];
-  /* Forked children and exec'd programs with nothing to show (shell
-   * subshells, short helpers) stay silent and leave no folder. */
-  bool quiet = (sampler.forked || sampler.root_pid != getpid()) && samples == 0 && summary.dropped == 0;
-  if (!atomic_exchange(&sampler.finished, true) && !quiet) {
-    char buf[PATH_MAX];
-    const char *dir = sampler_output_dir(buf, sizeof buf);
-    if (dir)
-      sampler_report_write(dir, &summary);
-    else
-      xpt_msg("xptrace: sampler: no output folder; samples not written\n");
-  }
-  pthread_mutex_unlock(&sampler.report_lock);
-  free(infos);
+  sampler_unblock_signals(&old);
+  if (!sampler.quiet && srec_hdr && !sampler.forked && sampler.root_pid == getpid())
+    xpt_msg("xptrace: samples recorded in %s; `xptrace finish %s` writes the report", sampler.dir,
+            sampler.dir);
 }
 
 static void sampler_flush(void *ctx, enum xpt_flush_reason reason) {
   (void)ctx;
   if (reason == XPT_FLUSH_FORK_CHILD)
-    return; /* sampler_fork_child resets */
+    return; /* sampler_fork_child starts afresh */
   sampler_finish();
 }
 
 /* ---- fork ------------------------------------------------------------------------- */
 
 static void sampler_fork_prepare(void) {
-  pthread_mutex_lock(&sampler.report_lock);
   pthread_mutex_lock(&sampler.registry_lock);
+  srec_lock();
 }
 
 static void sampler_fork_parent(void) {
+  srec_unlock();
   pthread_mutex_unlock(&sampler.registry_lock);
-  pthread_mutex_unlock(&sampler.report_lock);
 }
 
 /* The child has one thread, no timers and no helper threads; what was
- * recorded is the parent's.  Start afresh with the forking thread. */
+ * recorded is the parent's.  Start a recording of its own with the
+ * forking thread. */
 static void sampler_fork_child(void) {
   pthread_mutex_init(&sampler.registry_lock, NULL);
-  pthread_mutex_init(&sampler.report_lock, NULL);
+  srec_forget();
   sampler.forked = true;
-  sample_buffer_t *b = atomic_exchange(&sampler.full, NULL);
-  while (b) {
-    sample_buffer_t *next = b->next;
-    munmap(b, b->map_size);
-    b = next;
-  }
-  sampler_report_reset();
   sampler_thread_t *self = tls_self;
   sampler_thread_t *t = sampler.threads;
   while (t) {
     sampler_thread_t *next = t->next;
-    if (t != self) {
-      if (t->current)
-        munmap(t->current, t->current->map_size);
-      free(t);
-    }
+    free(t);
     t = next;
   }
   sampler.threads = NULL;
   sampler.next_index = 1;
-  atomic_store(&sampler.lost, 0);
-  sem_destroy(&sampler.writer_wake);
-  sem_init(&sampler.writer_wake, 0, 0);
-  if (atomic_load(&sampler.finished) || atomic_load(&sampler.stopping)) {
-    if (self)
-      free(self);
-    tls_self = NULL;
+  tls_self = NULL;
+  (void)self;
+  if (atomic_load(&sampler.finished) || atomic_load(&sampler.stopping))
     return; /* forked while exiting: nothing more to sample */
-  }
-  if (self) {
-    memset(&self->info, 0, sizeof self->info);
-    self->info.tid = sampler_gettid();
-    self->next = NULL;
-    for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
-      self->has_timer[k] = false; /* timers are not inherited */
-    if (self->current)
-      self->current->count = 0;
-    sampler.threads = self;
-    for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
-      timer_start_locked(self, k);
-  } else {
-    thread_begin(true);
-  }
-  start_internal_thread(writer_main, NULL);
+  if (!recording_start(SREC_FLAG_FORKED | (cfg.nperiods ? SREC_FLAG_PERIODS : 0)))
+    return;
+  thread_begin(true, NULL);
+  start_internal_thread(helper_main, NULL);
   windows_start();
 }
 
 /* ---- load --------------------------------------------------------------------------- */
+
 
 /* A free real-time signal for the real-time sampler. */
 static int pick_realtime_signal(void) {
@@ -784,8 +868,9 @@ static bool install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]) {
     return false;
   /* An inherited SIG_IGN is no handler: ours ignores what is not ours. */
   if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
-    xpt_msg("xptrace: SIG%s already has a handler; %s sampling disabled\n",
-            sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", clock_names[k]);
+    if (!sampler.quiet)
+      xpt_msg("xptrace: SIG%s already has a handler; %s sampling disabled\n",
+              sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", clock_names[k]);
     return false;
   }
   struct sigaction sa;
@@ -808,6 +893,8 @@ static bool install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]) {
 
 __attribute__((constructor)) static void sampler_load(void) {
   settings_read();
+  const char *finisher = getenv("XPTRACE_FINISHER");
+  sampler.quiet = finisher && strcmp(finisher, "launcher") == 0;
   const char *root = getenv("XPTRACE_SAMPLE_ROOT_PID");
   sampler.root_pid = root && *root ? (pid_t)atoi(root) : getpid();
   if (!root || !*root) {
@@ -815,7 +902,6 @@ __attribute__((constructor)) static void sampler_load(void) {
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     setenv("XPTRACE_SAMPLE_ROOT_PID", pid, 1);
   }
-  sem_init(&sampler.writer_wake, 0, 0);
   /* Unwind tables of each thread are cached per thread: no lock shared
    * between handlers. */
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -826,21 +912,30 @@ __attribute__((constructor)) static void sampler_load(void) {
     if (!wanted[SAMPLER_REALTIME])
       xpt_msg("xptrace: no free real-time signal; realtime sampling disabled\n");
   }
+  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) | (cfg.nperiods ? SREC_FLAG_PERIODS : 0);
   bool any = false;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
     if (cfg.on[k] && wanted[k] && install_handler(k, wanted[k], wanted)) {
       atomic_store(&sampler.active[k], true);
       any = true;
+    } else if (cfg.on[k] && wanted[k] && k == SAMPLER_CPUTIME) {
+      flags |= SREC_FLAG_SIGPROF_HELD;
     }
   }
-  if (!any)
+  if (!recording_start(flags)) {
+    for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
+      if (atomic_exchange(&sampler.active[k], false))
+        real_sigaction(sampler.signo[k], &sampler.before[k], NULL);
     return;
+  }
+  if (!any)
+    return; /* the recording says why (no sampler could start) */
   sampler.loaded = true;
   sampler.next_index = 1;
   pthread_atfork(sampler_fork_prepare, sampler_fork_parent, sampler_fork_child);
   xpt_register_flush(sampler_flush, NULL);
-  if (start_internal_thread(writer_main, NULL) != 0)
-    xpt_msg("xptrace: cannot start the sampler's writer thread; buffers kept until exit\n");
+  if (start_internal_thread(helper_main, NULL) != 0)
+    xpt_msg("xptrace: cannot start the sampler's helper thread; libraries loaded later may be unnamed\n");
   windows_start();
-  thread_begin(true);
+  thread_begin(true, NULL);
 }

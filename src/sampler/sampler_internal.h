@@ -1,8 +1,10 @@
-/* xptrace sampler — shared between the recording side (sampler.c) and
- * the report side (sampler_report.c).  Everything here is hidden. */
+/* xptrace timer sampler — shared between the signal side (sampler.c) and
+ * the recording file (sampler_rec.c).  Everything here is hidden. */
 #ifndef XPTRACE_SAMPLER_INTERNAL_H
 #define XPTRACE_SAMPLER_INTERNAL_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -10,62 +12,54 @@
 #include <sys/types.h>
 
 #include "sampler_config.h"
+#include "sampler_rec.h"
 
 #define SAMPLER_HIDDEN __attribute__((visibility("hidden")))
 
-enum { SAMPLER_SAMPLES_PER_BUFFER = 1024 };
-
-/* One sample: header then `depth` program counters, innermost first. */
-typedef struct sample_record {
-  uint64_t time_ns;   /* CLOCK_MONOTONIC */
-  uint16_t depth;
-  uint8_t clock;      /* enum sampler_clock */
-  uint8_t truncated;  /* the stack was deeper than the depth limit */
-  uint32_t thread;    /* index of the thread (0: main) */
-  uintptr_t pc[];
-} sample_record_t;
-
-/* An mmap'd buffer of samples.  Filled only by its thread's signal
- * handler, then handed to the writer whole. */
-typedef struct sample_buffer {
-  struct sample_buffer *next; /* handoff list */
-  size_t map_size;
-  size_t stride;
-  uint32_t count;
-  uint32_t capacity;
-  unsigned char data[];
-} sample_buffer_t;
-
-static inline sample_record_t *sample_at(sample_buffer_t *b, uint32_t i) {
-  return (sample_record_t *)(void *)(b->data + (size_t)i * b->stride);
-}
-
-/* What the report needs to know about a thread. */
-typedef struct sampler_thread_info {
-  uint32_t index;
-  pid_t tid;
-  char name[32];
-  uint64_t samples[SAMPLER_NCLOCKS];
-  uint64_t dropped;
-} sampler_thread_info_t;
-
-typedef struct sampler_summary {
+typedef struct srec_setup {
   bool on[SAMPLER_NCLOCKS];
   double freq[SAMPLER_NCLOCKS];
-  const char *signal_note[SAMPLER_NCLOCKS]; /* why a clock stopped early, or NULL */
-  uint64_t dropped;                         /* every thread, and samples with no thread */
-  bool brief;                               /* no top-functions table (exec'd descendants) */
-  size_t nthreads;
-  const sampler_thread_info_t *threads;
-} sampler_summary_t;
+  unsigned depth;
+  uint32_t flags;
+} srec_setup_t;
 
-/* Report side.  Aggregation keeps one count per distinct (thread, clock,
- * stack); buffers are unmapped once counted. */
-SAMPLER_HIDDEN void sampler_report_add(sample_buffer_t *buffer);
-/* Forget everything counted (a forked child: the data is the parent's). */
-SAMPLER_HIDDEN void sampler_report_reset(void);
-/* Symbolize and write samples.folded / samples.csv (one pair per clock)
- * into `dir`, print the summary and top functions to stderr. */
-SAMPLER_HIDDEN void sampler_report_write(const char *dir, const sampler_summary_t *summary);
+/* The mapped header, or NULL when this process does not record. */
+extern SAMPLER_HIDDEN srec_header_t *srec_hdr;
+
+SAMPLER_HIDDEN uint64_t srec_now(void);
+/* Make and map the recording in `dir`.  0, or -1 after one line. */
+SAMPLER_HIDDEN int srec_open(const char *dir, const srec_setup_t *setup);
+/* A forked child drops the parent's recording (mapping, descriptor). */
+SAMPLER_HIDDEN void srec_forget(void);
+SAMPLER_HIDDEN void srec_flag(uint32_t flag);
+
+/* Async-signal-safe: room for `size` bytes in *cp (a new chunk when it
+ * is full), or NULL; then srec_commit makes the record visible. */
+SAMPLER_HIDDEN void *srec_reserve(srec_chunk_t **cp, size_t size, uint32_t owner);
+SAMPLER_HIDDEN void srec_commit(srec_chunk_t *c, size_t size);
+SAMPLER_HIDDEN void srec_lost(void);
+
+/* Metadata: under srec_lock, with the sampler signals blocked. */
+SAMPLER_HIDDEN void srec_lock(void);
+SAMPLER_HIDDEN void srec_unlock(void);
+SAMPLER_HIDDEN void srec_thread_locked(enum srec_kind kind, uint32_t index, pid_t tid, uint64_t cpu_ns,
+                                       const uint64_t weight[SAMPLER_NCLOCKS], bool blocked,
+                                       const char *name);
+/* A record of any kind among the metadata. */
+SAMPLER_HIDDEN void *srec_reserve_meta_locked(size_t size);
+SAMPLER_HIDDEN void srec_commit_meta_locked(size_t size);
+/* Record objects loaded since the last scan (all of them if `force`).
+ * Takes the lock itself, never while the loader's lock is held by us. */
+SAMPLER_HIDDEN void srec_scan_maps(bool force);
+/* Reserve disk blocks ahead of the chunks in use (helper thread). */
+SAMPLER_HIDDEN void srec_grow_locked(void);
+SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);
+SAMPLER_HIDDEN void srec_spare_give_locked(srec_chunk_t *c);
+/* Normal exit: end times, the EXITED flag. */
+SAMPLER_HIDDEN void srec_exit_locked(void);
+
+/* sampler.c: block / restore the sampler's signals on this thread. */
+SAMPLER_HIDDEN void sampler_block_signals(sigset_t *old);
+SAMPLER_HIDDEN void sampler_unblock_signals(const sigset_t *old);
 
 #endif /* XPTRACE_SAMPLER_INTERNAL_H */

@@ -35,6 +35,10 @@ Counters (TrackDescriptor.counter, TYPE_COUNTER events): --counters N
 a described track, every counter event carries a value, and the counters
 that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
 perf_event totals) never decrease on their track.
+Samples (PerfSample packets of `xptrace sample`): every sample's callstack,
+frames, function names and mappings resolve on its sequence, and its thread
+has a descriptor; --perf-samples N, --min-perf-samples N, --sample-function
+NAME>=PCT (NAME in at least PCT % of the samples' stacks).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
 import json
@@ -128,6 +132,9 @@ class Summary:
         self.counters = {}  # counter track uuid -> [(ts, value)]
         self.processes = {}  # pid -> process name
         self.cross_flows = 0  # flows between tracks of two processes
+        self.perf_samples = 0
+        self.sample_threads = set()
+        self.sample_incl = {}  # function name -> samples with it in their stack
 
     def name(self, n):
         self.names[n] = self.names.get(n, 0) + 1
@@ -183,6 +190,75 @@ def check_graph(s, starts):
     for g in s.graph:
         if g["in"] and "edge_uid" not in g["anns"]:
             fail("graph event %r ends a flow but is no edge" % g["name"])
+
+
+PROFILE_TABLES = ("function_names", "frames", "callstacks", "mappings", "mapping_paths", "build_ids")
+
+
+def intern_profile(st, interned):
+    """Interned callstacks of samples, by table and iid."""
+    for key in PROFILE_TABLES:
+        table = st.setdefault("prof_" + key, {})
+        for e in interned.get(key, []):
+            iid = one(e, "iid")
+            if not iid:
+                fail("interned %s with iid 0" % key)
+            if iid in table and table[iid] != e:
+                fail("interned %s iid %d redefined" % (key, iid))
+            table[iid] = e
+
+
+def check_perf_sample(s, st, ps, p, i):
+    """A PerfSample: pid, tid, a MONOTONIC time, and a callstack whose
+    frames, function names and mappings all resolve on its sequence."""
+    if "timestamp" not in p or one(p, "timestamp_clock_id", st["clock"]) not in (None, MONOTONIC):
+        fail("sample in packet %d without a MONOTONIC timestamp" % i)
+    if not one(ps, "pid") or not one(ps, "tid"):
+        fail("sample in packet %d without pid/tid" % i)
+    iid = one(ps, "callstack_iid")
+    cs = st.get("prof_callstacks", {}).get(iid)
+    if cs is None:
+        fail("sample in packet %d: callstack %s not interned" % (i, iid))
+    names = []
+    for fid in cs.get("frame_ids", []):
+        fr = st.get("prof_frames", {}).get(fid)
+        if fr is None:
+            fail("callstack %d: frame %d not interned" % (iid, fid))
+        fn = st.get("prof_function_names", {}).get(one(fr, "function_name_id"))
+        if fn is None:
+            fail("frame %d: function name %s not interned" % (fid, one(fr, "function_name_id")))
+        m = one(fr, "mapping_id")
+        if m:
+            mp = st.get("prof_mappings", {}).get(m)
+            if mp is None:
+                fail("frame %d: mapping %d not interned" % (fid, m))
+            for pid in mp.get("path_string_ids", []):
+                if pid not in st.get("prof_mapping_paths", {}):
+                    fail("mapping %d: path part %d not interned" % (m, pid))
+            if "rel_pc" not in fr:
+                fail("frame %d has a mapping but no rel_pc" % fid)
+        names.append(one(fn, "str"))
+    if not names:
+        fail("sample in packet %d: empty callstack" % i)
+    s.perf_samples += 1
+    s.sample_threads.add((one(ps, "pid"), one(ps, "tid")))
+    for n in set(names):
+        s.sample_incl[n] = s.sample_incl.get(n, 0) + 1
+
+
+def check_samples(s, a):
+    if a.perf_samples is not None and s.perf_samples != a.perf_samples:
+        fail("expected %d samples, found %d" % (a.perf_samples, s.perf_samples))
+    if a.min_perf_samples is not None and s.perf_samples < a.min_perf_samples:
+        fail("expected at least %d samples, found %d" % (a.min_perf_samples, s.perf_samples))
+    for pid, tid in s.sample_threads:
+        if (pid, tid) not in s.threads:
+            fail("samples of thread %d (pid %d) without its thread descriptor" % (tid, pid))
+    for spec in a.sample_function:
+        n, pct = spec.rsplit(">=", 1)
+        got = 100.0 * s.sample_incl.get(n, 0) / max(s.perf_samples, 1)
+        if got < float(pct):
+            fail("function %s in %.1f%% of the samples, expected >= %s" % (n, got, pct))
 
 
 def check_proto(proto_file, trace, args):
@@ -249,6 +325,12 @@ def check_proto(proto_file, trace, args):
                     if not iid:
                         fail("interned %s with iid 0" % key)
                     st[table][iid] = one(e, "name")
+        if interned:
+            intern_profile(st, interned)
+        ps = one(p, "perf_sample")
+        if ps:
+            check_perf_sample(s, st, ps, p, i)
+            continue
         td = one(p, "track_descriptor")
         if td:
             uuid = one(td, "uuid")
@@ -614,11 +696,13 @@ def main():
     ap.add_argument("files", nargs="+")
     for opt in ("slices", "instants", "nodes", "edges", "flows", "min_dropped", "total", "threads",
                 "clock_samples", "annotated", "device_slices", "device_lanes", "device_flows",
-                "min_device_flows", "device_min_dur", "counters"):
+                "min_device_flows", "device_min_dur", "counters", "perf_samples",
+                "min_perf_samples"):
         ap.add_argument("--" + opt.replace("_", "-"), type=int)
     ap.add_argument("--max-bytes-per-slice", type=float)
     ap.add_argument("--name", action="append", default=[])
     ap.add_argument("--lanes", action="append", default=[])
+    ap.add_argument("--sample-function", action="append", default=[])
     ap.add_argument("--window")
     ap.add_argument("--any-flow-order", action="store_true")
     ap.add_argument("--allow-unmatched", action="store_true")
@@ -638,6 +722,8 @@ def main():
            s.open, s.dropped, len(s.threads), len(s.counters)))
     if a.counters is not None and len(s.counters) != a.counters:
         fail("expected %d counter tracks, found %d" % (a.counters, len(s.counters)))
+    if s.perf_samples:
+        print("check_trace: perf_samples=%d" % s.perf_samples)
     if s.unmatched:
         fail("%d slice ends without their begin" % s.unmatched)
     if s.open and not a.allow_unmatched:
@@ -676,6 +762,7 @@ def main():
         got = sum(1 for v in s.processes.values() if v == n)
         if got != int(c):
             fail("expected %s processes named %r, found %d" % (c, n, got))
+    check_samples(s, a)
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

@@ -67,8 +67,9 @@ int cmd_avail(int argc, char **argv) {
       {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
       {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
       {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
-      {"XPTRACE_SAMPLE_DEPTH", "64 (frames, 1-512; sample --depth)"},
+      {"XPTRACE_SAMPLE_DEPTH", "256 (frames, 1-512; sample --depth)"},
       {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
+      {"XPTRACE_SAMPLE_BUFFER_SIZE", "256M (timer method: a process's recording, reserved as used)"},
   };
   printf("\nEnvironment (default):\n");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)

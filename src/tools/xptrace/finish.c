@@ -8,6 +8,9 @@
 
 #include "xpt_finish.h"
 #include "xptrace_cmds.h"
+#ifdef XPTRACE_HAVE_PERF
+#include "sample_timer.h"
+#endif
 
 struct finish_ctx {
   int traces;
@@ -47,8 +50,9 @@ int xptrace_finish_dir(const char *dir, int *traces) {
 
 static const char usage_finish[] =
     "usage: xptrace finish DIR...\n"
-    "Writes the trace of every recording (events*.xprec) under each DIR and\n"
-    "removes the recording. Recordings of processes still running are left.\n"
+    "Writes the trace of every recording (events*.xprec) and the samples of\n"
+    "every sampler recording (samples*.xsamp) under each DIR and removes the\n"
+    "recordings. Recordings of processes still running are left.\n"
     "Exit status: 0 done, 1 a recording could not be finished, 2 bad usage.\n";
 
 int cmd_finish(int argc, char **argv) {
@@ -67,6 +71,12 @@ int cmd_finish(int argc, char **argv) {
     int traces = 0;
     if (xptrace_finish_dir(argv[i], &traces) != 0 && rc == 0)
       rc = 1;
+#ifdef XPTRACE_HAVE_PERF
+    /* The timer sampler's recordings (samples*.xsamp), if any. */
+    sample_timer_opts_t to = {.dir = argv[i], .demangle = true, .silent_if_none = true};
+    if (sample_timer_report(&to) == 0)
+      ++traces;
+#endif
     if (traces == 0)
       fprintf(stderr, "xptrace: nothing to finish in %s\n", argv[i]);
   }

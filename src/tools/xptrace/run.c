@@ -20,6 +20,9 @@
 #include "xptrace_cmds.h"
 #include "sampler_config.h" /* the period syntax */
 #include "fn_config.h" /* the function hooks' settings parsers */
+#ifdef XPTRACE_HAVE_PERF
+#include "sample_timer.h"
+#endif
 
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
@@ -233,18 +236,15 @@ static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid)
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
   counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
-  print_outputs(r->dir, r->chosen, r->format, r->token);
-  if (r->sample) {
-    char **leaves = NULL;
-    size_t n = xptrace_session_dirs(r->dir, r->token, &leaves);
-    for (size_t i = 0; i < n; i++) {
-      print_sample_outputs(leaves[i]);
-      free(leaves[i]);
-    }
-    free(leaves);
-    if (n == 0)
-      print_sample_outputs(r->dir);
+#ifdef XPTRACE_HAVE_PERF
+  if (r->sample) { /* the timer sampler's recordings (sample_timer.c), before the merge */
+    sample_timer_opts_t to = {.dir = r->dir, .demangle = true};
+    sample_timer_report(&to);
   }
+#endif
+  print_outputs(r->dir, r->chosen, r->format, r->token);
+  if (r->sample)
+    print_sample_outputs(r->dir);
 }
 
 int cmd_run(int argc, char **argv) {

@@ -21,6 +21,7 @@
 #include "sampler_config.h"
 #ifdef XPTRACE_HAVE_PERF
 #include "sample_perf.h"
+#include "sample_timer.h"
 #endif
 
 static const char usage_sample[] =
@@ -28,13 +29,18 @@ static const char usage_sample[] =
     "Sample the call stacks of every thread of the command (and of its forked\n"
     "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
     "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
-    "      --method M           timer (signals inside the program, default) or perf\n"
-    "                           (kernel perf_event sampling from outside, CPU time only)\n"
+    "      --method M           perf (kernel perf_event sampling from outside, CPU time;\n"
+    "                           the default where the kernel allows it) or timer (signals\n"
+    "                           inside the program; also wall time and --periods)\n"
+    "      --call-graph M       perf method: dwarf (unwind copies of the stack, default)\n"
+    "                           or fp (frame pointers)\n"
+    "      --no-demangle        keep C++ names as the symbol tables spell them\n"
     "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
     "      --periods SPEC       sample only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
     "                           process_cputime; seconds; cycles 0 = forever)\n"
-    "      --depth N            deepest stack recorded, 1 to 512 frames (default 64)\n"
+    "      --depth N            deepest stack recorded, 1 to 512 frames (default 64;\n"
+    "                           256 with the perf method)\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
@@ -51,10 +57,12 @@ static void sample_after(const void *ctx) {
 }
 
 int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD };
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE };
   static const struct option longopts[] = {
       {"freq", required_argument, NULL, 'f'},
       {"method", required_argument, NULL, OPT_METHOD},
+      {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
+      {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
       {"clock", required_argument, NULL, OPT_CLOCK},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"depth", required_argument, NULL, OPT_DEPTH},
@@ -64,8 +72,8 @@ int cmd_sample(int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
-  const char *method = "timer";
-  bool verbose = false;
+  const char *method = NULL, *call_graph = "dwarf";
+  bool verbose = false, demangle = true;
   opterr = 0;
   optind = 1;
   int opt;
@@ -76,6 +84,8 @@ int cmd_sample(int argc, char **argv) {
     case OPT_PERIODS: periods = optarg; break;
     case OPT_DEPTH: depth = optarg; break;
     case OPT_METHOD: method = optarg; break;
+    case OPT_CALL_GRAPH: call_graph = optarg; break;
+    case OPT_NO_DEMANGLE: demangle = false; break;
     case 'o': output = optarg; break;
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
@@ -96,11 +106,15 @@ int cmd_sample(int argc, char **argv) {
   unsigned frames = 64;
   if (depth && !sampler_parse_depth(depth, &frames))
     return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
-  bool perf = strcmp(method, "perf") == 0;
-  if (!perf && strcmp(method, "timer") != 0)
+  bool perf = !method || strcmp(method, "perf") == 0;
+  if (method && !perf && strcmp(method, "timer") != 0)
     return usage_error(usage_sample, "unknown method '%s' (perf or timer)", method);
-  if (perf && ((clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME])) || periods))
+  bool wall = clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME]);
+  if (method && perf && (wall || periods))
     return usage_error(usage_sample, "--method perf samples CPU time only, without --periods");
+  bool fp = strcmp(call_graph, "fp") == 0;
+  if (!fp && strcmp(call_graph, "dwarf") != 0)
+    return usage_error(usage_sample, "unknown call graph '%s' (dwarf or fp)", call_graph);
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
   size_t nspecs;
   char bad[64];
@@ -123,15 +137,19 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf) {
-    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 64, dir, verbose};
+  if (perf && !method && (wall || periods)) {
+    /* Wall time and time windows: only the timer method has them. */
+    fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
+            periods ? "--periods" : "--clock realtime");
+  } else if (perf) {
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);
     fprintf(stderr, "xptrace sample: %s; using the timer method\n", why);
   }
 #else
-  if (perf)
+  if (perf && method)
     fprintf(stderr, "xptrace sample: built without the perf method (libdw); using the timer method\n");
 #endif
   set_env(verbose, "XPTRACE_OUTPUT", dir);
@@ -145,6 +163,17 @@ int cmd_sample(int argc, char **argv) {
     set_env(verbose, "XPTRACE_SAMPLE_PERIODS", periods);
   if ((rc = preload_sampler(usage_sample, verbose)) != 0)
     return rc;
+#ifdef XPTRACE_HAVE_PERF
+  /* The timer method: the launcher reads the recordings (sample_timer.c). */
+  set_env(verbose, "XPTRACE_FINISHER", "launcher");
+  char why_static[PATH_MAX + 160];
+  if (sample_timer_static(command[0], why_static, sizeof why_static))
+    fprintf(stderr, "xptrace sample: %s\n", why_static);
+  sample_timer_opts_t to = {.dir = dir, .command = command[0], .hz = freq ? hz : SAMPLER_DEFAULT_FREQ,
+                            .depth = depth ? frames : SAMPLER_DEFAULT_DEPTH, .demangle = demangle};
+  return launch_and_wait(command, verbose, sample_timer_after, &to);
+#else
   return launch_and_wait(command, verbose, sample_after, dir);
+#endif
 }
 

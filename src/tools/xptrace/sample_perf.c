@@ -1,11 +1,10 @@
 /* xptrace sample --method perf: kernel cpu-clock sampling of a child
- * process tree, read and symbolized by the launcher (docs/sampler.md). */
+ * process tree with copies of the user stacks, unwound by the launcher
+ * and handed to the sample session (docs/sampler.md). */
 #include "sample_perf.h"
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <poll.h>
@@ -22,80 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "xpt_files.h"
+#include "sample_perf_unwind.h"
+#include "samples.h"
 
-#include "sample_perf_internal.h"
-
-static proc_t *proc_get(state_t *s, int pid) {
-  for (size_t i = 0; i < s->nprocs; ++i)
-    if (s->procs[i].pid == pid)
-      return &s->procs[i];
-  proc_t *p = realloc(s->procs, (s->nprocs + 1) * sizeof *p);
-  if (!p)
-    return NULL;
-  s->procs = p;
-  p = &s->procs[s->nprocs++];
-  memset(p, 0, sizeof *p);
-  p->pid = pid;
-  return p;
-}
-
-static thread_t *thread_get(state_t *s, int pid, int tid) {
-  for (size_t i = s->nthreads; i-- > 0;)
-    if (s->threads[i].tid == tid && s->threads[i].pid == pid)
-      return &s->threads[i];
-  proc_t *p = proc_get(s, pid);
-  thread_t *t = realloc(s->threads, (s->nthreads + 1) * sizeof *t);
-  if (!p || !t)
-    return NULL;
-  s->threads = t;
-  t = &s->threads[s->nthreads++];
-  memset(t, 0, sizeof *t);
-  t->tid = tid;
-  t->pid = pid;
-  t->index = tid == pid ? 0 : ++p->nthreads;
-  return t;
-}
-
-static uint32_t module_get(state_t *s, const char *path) {
-  for (size_t i = 0; i < s->nmodules; ++i)
-    if (strcmp(s->modules[i].path, path) == 0)
-      return (uint32_t)i;
-  module_t *m = realloc(s->modules, (s->nmodules + 1) * sizeof *m);
-  if (!m)
-    return UINT32_MAX;
-  s->modules = m;
-  m = &s->modules[s->nmodules];
-  memset(m, 0, sizeof *m);
-  if (!(m->path = strdup(path)))
-    return UINT32_MAX;
-  return (uint32_t)s->nmodules++;
-}
-
-static void map_add(proc_t *p, const mapping_t *m) {
-  if (p->nmaps == p->capmaps) {
-    size_t cap = p->capmaps ? 2 * p->capmaps : 32;
-    mapping_t *maps = realloc(p->maps, cap * sizeof *maps);
-    if (!maps)
-      return;
-    p->maps = maps;
-    p->capmaps = cap;
-  }
-  p->maps[p->nmaps++] = *m;
-}
-
-/* The latest mapping holding `addr` wins: a later mmap replaced it. */
-static const mapping_t *map_find(const proc_t *p, uint64_t addr) {
-  for (size_t i = p->nmaps; i-- > 0;)
-    if (addr >= p->maps[i].start && addr < p->maps[i].end)
-      return &p->maps[i];
-  return NULL;
-}
-
-static int stack_eq(const void *entry, const void *key) {
-  const stack_t_ *a = entry, *b = key;
-  return a->tid == b->tid && a->n == b->n && memcmp(a->frame, b->frame, b->n * sizeof a->frame[0]) == 0;
-}
+typedef struct perf_state {
+  xs_session_t *session;
+  unw_t *unw;
+  const sample_perf_opts_t *o;
+  uint64_t *pcs;
+  uint64_t lost, throttled, cut;
+} perf_state_t;
 
 /* ---- records ------------------------------------------------------------ */
 
@@ -114,67 +49,71 @@ static uint64_t record_time(const struct perf_event_header *h) {
   return t;
 }
 
-static void on_sample(state_t *s, const unsigned char *p, const unsigned char *end) {
+static bool take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
+  if ((size_t)(end - *p) < n)
+    return false;
+  memcpy(out, *p, n);
+  *p += n;
+  return true;
+}
+
+static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
   struct {
     uint64_t ip;
     uint32_t pid, tid;
-    uint64_t time, nr;
+    uint64_t time;
   } h;
-  if (end - p < (ptrdiff_t)sizeof h)
+  if (!take(&p, end, &h, sizeof h))
     return;
-  memcpy(&h, p, sizeof h);
-  const unsigned char *ips = p + sizeof h;
-  if (h.nr > (uint64_t)(end - ips) / 8)
-    return;
-  ++s->samples;
-  thread_t *t = thread_get(s, (int)h.pid, (int)h.tid);
-  proc_t *proc = proc_get(s, (int)h.pid);
-  if (!t || !proc)
-    return;
-  ++t->samples;
-  size_t cap = s->depth;
-  stack_t_ *st = malloc(sizeof *st + cap * sizeof st->frame[0]);
-  if (!st)
-    return;
-  st->tid = t->tid;
-  st->n = 0;
-  st->count = 1;
-  for (uint64_t i = 0; i < h.nr || (h.nr == 0 && i == 0); ++i) {
-    uint64_t pc = h.ip;
-    if (h.nr) {
-      memcpy(&pc, ips + 8 * i, 8);
+  size_t max = s->o->depth;
+  size_t n = 0;
+  bool truncated = false;
+  if (s->o->fp) {
+    uint64_t nr;
+    if (!take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
+      return;
+    for (uint64_t i = 0; i < nr; ++i) {
+      uint64_t pc;
+      memcpy(&pc, p + 8 * i, 8);
       if (pc >= (uint64_t)PERF_CONTEXT_MAX)
         continue; /* PERF_CONTEXT_USER and its kin mark, not frames */
+      if (n == max) {
+        truncated = true;
+        break;
+      }
+      s->pcs[n++] = pc;
     }
-    if (st->n == cap) {
-      s->truncated = true;
-      break;
+    if (n == 0)
+      s->pcs[n++] = h.ip;
+  } else {
+    uint64_t abi, regs[UNW_NREGS], size = 0, dyn = 0;
+    const unsigned char *stack = NULL;
+    if (!take(&p, end, &abi, 8))
+      return;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(&p, end, regs, sizeof regs))
+      return;
+    if (take(&p, end, &size, 8) && size && size <= (uint64_t)(end - p)) {
+      stack = p;
+      p += size;
+      if (!take(&p, end, &dyn, 8) || dyn > size)
+        dyn = size;
     }
-    /* Resolved now: the mapping may be gone by the end of the run. */
-    const mapping_t *m = map_find(proc, pc);
-    st->frame[st->n][0] = m ? m->module + 1u : 0;
-    st->frame[st->n][1] = m ? pc - m->start + m->pgoff : pc;
-    ++st->n;
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+      s->pcs[n++] = h.ip; /* no user registers: a kernel thread's sample */
+    } else {
+      unw_result_t r;
+      n = unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, regs, stack, stack ? dyn : 0, s->pcs, max, &r);
+      truncated = r == UNW_TRUNCATED;
+      s->cut += r == UNW_CUT;
+    }
   }
-  uint64_t hh = hash_mem(st->frame, st->n * sizeof st->frame[0], (uint64_t)st->tid);
-  if (ht_reserve(&s->stacks) != 0) {
-    free(st);
-    return;
-  }
-  size_t i = ht_find(&s->stacks, hh, st, stack_eq);
-  if (s->stacks.slot[i]) {
-    ((stack_t_ *)s->stacks.slot[i])->count++;
-    free(st);
-    return;
-  }
-  s->stacks.slot[i] = st;
-  s->stacks.hash[i] = hh;
-  s->stacks.len++;
+  xs_sample(s->session, XS_CPUTIME, (pid_t)h.pid, (pid_t)h.tid, h.time, 1, s->pcs, n, truncated);
 }
 
-static void on_record(state_t *s, const struct perf_event_header *hdr) {
+static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
   const unsigned char *p = (const unsigned char *)(hdr + 1);
   const unsigned char *end = (const unsigned char *)hdr + hdr->size;
+  uint64_t t = record_time(hdr);
   uint32_t ids[4];
   switch (hdr->type) {
   case PERF_RECORD_SAMPLE: on_sample(s, p, end); break;
@@ -192,10 +131,17 @@ static void on_record(state_t *s, const struct perf_event_header *hdr) {
     size_t room = (size_t)(end - 16 - (p + sizeof m));
     snprintf(name, sizeof name, "%.*s", (int)(room < sizeof name ? room : sizeof name - 1),
              (const char *)(p + sizeof m));
-    proc_t *proc = proc_get(s, (int)m.pid);
-    uint32_t mod = module_get(s, name);
-    if (proc && mod != UINT32_MAX)
-      map_add(proc, &(mapping_t){m.addr, m.addr + m.len, m.pgoff, mod});
+    /* Kernels >= 5.12 give the build id in place of device and inode. */
+    const uint8_t *bid = NULL;
+    size_t bid_len = 0;
+    if ((hdr->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && m.ids[0] <= 20) {
+      bid = m.ids + 4;
+      bid_len = m.ids[0];
+    }
+    if (!(m.prot & PROT_EXEC))
+      return; /* code only: data mappings never hold a frame */
+    xs_mapping(s->session, (pid_t)m.pid, t, m.addr, m.addr + m.len, m.pgoff, name, bid, bid_len);
+    unw_mapping(s->unw, (pid_t)m.pid, m.addr, m.addr + m.len, m.pgoff, name);
     break;
   }
   case PERF_RECORD_COMM: {
@@ -204,14 +150,12 @@ static void on_record(state_t *s, const struct perf_event_header *hdr) {
     memcpy(ids, p, 8);
     char comm[32];
     snprintf(comm, sizeof comm, "%.*s", (int)(end - 16 - (p + 8)), (const char *)(p + 8));
-    proc_t *proc = proc_get(s, (int)ids[0]);
-    thread_t *t = thread_get(s, (int)ids[0], (int)ids[1]);
-    if (t)
-      snprintf(t->comm, sizeof t->comm, "%s", comm);
-    if (proc && ids[0] == ids[1])
-      snprintf(proc->comm, sizeof proc->comm, "%s", comm);
-    if (proc && (hdr->misc & PERF_RECORD_MISC_COMM_EXEC))
-      proc->nmaps = 0; /* a new program image: the old mappings are gone */
+    bool exec = hdr->misc & PERF_RECORD_MISC_COMM_EXEC;
+    if (ids[0] == ids[1] || exec)
+      xs_process_name(s->session, (pid_t)ids[0], t, comm, exec);
+    xs_thread(s->session, (pid_t)ids[0], (pid_t)ids[1], t, comm);
+    if (exec)
+      unw_exec(s->unw, (pid_t)ids[0]); /* a new program image */
     break;
   }
   case PERF_RECORD_FORK: {
@@ -220,17 +164,27 @@ static void on_record(state_t *s, const struct perf_event_header *hdr) {
     memcpy(ids, p, 16); /* pid, ppid, tid, ptid */
     if (ids[0] != ids[1]) {
       /* A new process starts with a copy of its parent's mappings. */
-      proc_t *parent = proc_get(s, (int)ids[1]);
-      size_t pi = parent ? (size_t)(parent - s->procs) : 0;
-      proc_t *child = proc_get(s, (int)ids[0]);
-      if (parent && child) {
-        parent = &s->procs[pi];
-        snprintf(child->comm, sizeof child->comm, "%s", parent->comm);
-        for (size_t i = 0; i < parent->nmaps; ++i)
-          map_add(child, &parent->maps[i]);
-      }
+      xs_process(s->session, (pid_t)ids[0], (pid_t)ids[1], t);
+      unw_fork(s->unw, (pid_t)ids[1], (pid_t)ids[0]);
     }
-    thread_get(s, (int)ids[0], (int)ids[2]); /* thread numbers in creation order */
+    xs_thread(s->session, (pid_t)ids[0], (pid_t)ids[2], t, NULL); /* numbers in creation order */
+    break;
+  }
+  case PERF_RECORD_EXIT:
+    if (end - p >= 16) {
+      memcpy(ids, p, 16);
+      if (ids[0] == ids[2])
+        unw_exit(s->unw, (pid_t)ids[0]);
+    }
+    break;
+  case PERF_RECORD_READ: {
+    /* inherit_stat: a thread's cpu-clock count on one CPU, at its exit. */
+    uint64_t v;
+    if (end - p < 16)
+      return;
+    memcpy(ids, p, 8);
+    memcpy(&v, p + 8, 8);
+    xs_thread_exit(s->session, (pid_t)ids[0], (pid_t)ids[1], t, v);
     break;
   }
   case PERF_RECORD_LOST:
@@ -300,7 +254,7 @@ static int record_cmp(const void *a, const void *b) {
 
 /* One round: all rings, then the records in time order, so that a FORK or
  * MMAP2 seen on one CPU comes before the samples that need it on another. */
-static void drain_all(state_t *s, ring_t *rings, size_t n) {
+static void drain_all(perf_state_t *s, ring_t *rings, size_t n) {
   batch_t b = {0};
   for (size_t i = 0; i < n; ++i)
     ring_drain(&rings[i], &b);
@@ -327,28 +281,43 @@ static long read_sysctl(const char *name, long fallback) {
   return v;
 }
 
-static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a) {
+/* The sampling period in ns of cpu-clock for a rate, within the kernel's
+ * limit (kernel.perf_event_max_sample_rate). */
+static double effective_hz(const sample_perf_opts_t *o) {
+  double max_rate = (double)read_sysctl("perf_event_max_sample_rate", 100000);
+  return o->hz < max_rate ? o->hz : max_rate;
+}
+
+static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bool build_id) {
   memset(a, 0, sizeof *a);
   a->size = sizeof *a;
   a->type = PERF_TYPE_SOFTWARE;
   a->config = PERF_COUNT_SW_CPU_CLOCK;
-  long max_rate = read_sysctl("perf_event_max_sample_rate", 100000);
-  a->sample_freq = (uint64_t)(o->hz < (double)max_rate ? o->hz : (double)max_rate);
-  if (a->sample_freq == 0)
-    a->sample_freq = 1;
-  a->freq = 1;
-  a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
-  long max_stack = read_sysctl("perf_event_max_stack", 127);
-  a->sample_max_stack = (uint16_t)((long)o->depth + 1 < max_stack ? (long)o->depth + 1 : max_stack);
+  /* A fixed period of CPU time (ns): every sample weighs the same. */
+  double period = 1e9 / effective_hz(o);
+  a->sample_period = period < 1000 ? 1000 : (uint64_t)period;
+  a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  if (o->fp) {
+    a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+    long max_stack = read_sysctl("perf_event_max_stack", 127);
+    a->sample_max_stack = (uint16_t)((long)o->depth + 1 < max_stack ? (long)o->depth + 1 : max_stack);
+  } else {
+    a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a->sample_regs_user = UNW_REGS_MASK;
+    a->sample_stack_user = o->stack_size;
+  }
   a->disabled = 1;
   a->inherit = 1;
+  a->inherit_stat = 1; /* each thread's count in a READ record at its exit */
   a->enable_on_exec = 1;
   a->exclude_kernel = 1; /* what perf_event_paranoid 2 allows; user time only */
   a->exclude_hv = 1;
   a->exclude_callchain_kernel = 1;
   a->mmap = 1; /* counted by the kernel only with mmap set; mmap2 picks the record */
   a->mmap2 = 1;
+  a->build_id = build_id;
   a->comm = 1;
+  a->comm_exec = 1;
   a->task = 1;
   a->sample_id_all = 1;
   a->use_clockid = 1;
@@ -362,7 +331,7 @@ static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu) {
 
 bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   struct perf_event_attr a;
-  make_attr(o, &a);
+  make_attr(o, &a, false);
   int fd = perf_open(&a, 0, -1);
   if (fd >= 0) {
     close(fd);
@@ -377,14 +346,19 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
 /* One event per CPU: inherit with a ring buffer needs per-CPU events. */
 static size_t open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **out, int *err) {
   struct perf_event_attr a;
-  make_attr(o, &a);
+  make_attr(o, &a, true);
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 128;
+  /* Room for a few hundred samples with their stack copies per CPU. */
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = o->fp ? 128 : 1024;
   ring_t *rings = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *rings);
   size_t n = 0;
   *err = 0;
   for (long cpu = 0; rings && cpu < ncpu; ++cpu) {
     int fd = perf_open(&a, pid, (int)cpu);
+    if (fd < 0 && errno == EINVAL && a.build_id) {
+      a.build_id = 0; /* kernels before 5.12: build ids read from the files */
+      fd = perf_open(&a, pid, (int)cpu);
+    }
     if (fd < 0) {
       if (errno != ENODEV && errno != EINVAL) /* offline CPUs */
         *err = errno;
@@ -393,7 +367,6 @@ static size_t open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **out, i
     void *m = MAP_FAILED;
     /* The locked-memory allowance (perf_event_mlock_kb) may be small. */
     for (; pages >= 1; pages /= 2) {
-      a.wakeup_watermark = (uint32_t)(pages * page / 4);
       m = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED || errno != EPERM)
         break;
@@ -460,10 +433,22 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   sigaction(SIGTERM, &fwd, NULL);
   sigaction(SIGHUP, &fwd, NULL);
 
-  state_t s = {.depth = o->depth};
+  const char *base = strrchr(command[0], '/');
+  xs_options_t so = {o->dir, command[0], "perf", effective_hz(o), o->depth, o->demangle, true, false};
+  perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o};
+  s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
+  if (!s.session || (!o->fp && !s.unw) || !s.pcs) {
+    /* Out of memory at start: the command still runs, unsampled. */
+    fprintf(stderr, "xptrace sample: out of memory; %s runs unsampled\n", command[0]);
+  } else {
+    xs_root(s.session, pid);
+    xs_process(s.session, pid, 0, 0);
+    /* The exec's COMM record may come before the events are enabled. */
+    xs_process_name(s.session, pid, 0, base ? base + 1 : command[0], false);
+  }
   ring_t *rings = NULL;
   int err = 0;
-  size_t nrings = open_rings(o, pid, &rings, &err);
+  size_t nrings = s.pcs && s.session ? open_rings(o, pid, &rings, &err) : 0;
   if (nrings == 0)
     fprintf(stderr, "xptrace sample: cannot sample %s: perf_event_open: %s\n", command[0],
             strerror(err ? err : ENODEV));
@@ -504,10 +489,18 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
 
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-  struct perf_event_attr a;
-  make_attr(o, &a);
-  sample_perf_report(&s, o, command[0], pid, (double)a.sample_freq, cpu);
-  sample_perf_state_free(&s);
+  char unwinder[96];
+  if (o->fp)
+    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, frame-pointer call chains");
+  else
+    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies",
+             o->stack_size / 1024);
+  xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder};
+  if (s.session && nrings)
+    xs_session_finish(s.session, &ms);
+  xs_session_free(s.session);
+  unw_free(s.unw);
+  free(s.pcs);
   if (after)
     after(ctx);
   if (WIFSIGNALED(status)) {

@@ -1,8 +1,9 @@
 /* `xptrace sample --method perf`: sampling from outside the program with
  * perf_event_open (see docs/sampler.md).  Nothing is loaded into the
  * program: the launcher opens the events on the child before its exec,
- * reads the ring buffers while it waits, then symbolizes and writes
- * samples.folded, samples.csv and the top table. */
+ * reads the ring buffers while it waits, unwinds the copied stacks and
+ * hands everything to the sample session (samples.h), which writes the
+ * outputs. */
 #ifndef XPTRACE_SAMPLE_PERF_H
 #define XPTRACE_SAMPLE_PERF_H
 
@@ -10,10 +11,13 @@
 #include <stddef.h>
 
 typedef struct sample_perf_opts {
-  double hz;         /* requested samples per CPU-second */
-  unsigned depth;    /* deepest call chain kept */
-  const char *dir;   /* output folder, already created */
+  double hz;           /* requested samples per CPU-second */
+  unsigned depth;      /* deepest call chain kept */
+  const char *dir;     /* output folder, already created */
   bool verbose;
+  bool fp;             /* frame-pointer call chains instead of DWARF unwinding */
+  bool demangle;       /* C++ names demangled */
+  unsigned stack_size; /* bytes of user stack copied per sample (DWARF) */
 } sample_perf_opts_t;
 
 /* Whether this kernel lets us sample a child of ours; false with the

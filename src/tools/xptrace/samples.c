@@ -1,0 +1,758 @@
+/* The launcher's sample session: what sampling methods learnt, turned
+ * into samples.folded, samples.csv, the summary and the trace. */
+#include "samples_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xpt_files.h"
+
+bool xs_grow(void *v, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap)
+    return true;
+  size_t c = *cap ? 2 * *cap : 64;
+  void *p = realloc(*(void **)v, c * sz);
+  if (!p)
+    return false;
+  *(void **)v = p;
+  *cap = c;
+  return true;
+}
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static uint64_t hash_mem(const void *p, size_t n, uint64_t h) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return mix(h);
+}
+
+/* ---- index: find or insert by (hash, equality against a key) ---- */
+
+typedef bool (*xs_eq_fn)(const xs_session_t *s, uint32_t index, const void *key);
+
+static bool index_reserve(xs_index_t *t) {
+  if (t->cap && (t->len + 1) * 4 < t->cap * 3)
+    return true;
+  size_t cap = t->cap ? t->cap * 2 : 256;
+  uint32_t *slot = calloc(cap, sizeof *slot);
+  uint64_t *hash = calloc(cap, sizeof *hash);
+  if (!slot || !hash) {
+    free(slot);
+    free(hash);
+    return false;
+  }
+  for (size_t i = 0; i < t->cap; ++i) {
+    if (!t->slot[i])
+      continue;
+    size_t j = t->hash[i] & (cap - 1);
+    while (slot[j])
+      j = (j + 1) & (cap - 1);
+    slot[j] = t->slot[i];
+    hash[j] = t->hash[i];
+  }
+  free(t->slot);
+  free(t->hash);
+  t->slot = slot;
+  t->hash = hash;
+  t->cap = cap;
+  return true;
+}
+
+/* The slot for key: *found set when it holds a matching index. */
+static size_t index_find(const xs_session_t *s, const xs_index_t *t, uint64_t h, const void *key,
+                         xs_eq_fn eq, bool *found) {
+  size_t i = h & (t->cap - 1);
+  while (t->slot[i] && !(t->hash[i] == h && eq(s, t->slot[i] - 1, key)))
+    i = (i + 1) & (t->cap - 1);
+  *found = t->slot[i] != 0;
+  return i;
+}
+
+static void index_set(xs_index_t *t, size_t slot, uint64_t h, uint32_t index) {
+  if (!t->slot[slot])
+    t->len++;
+  t->slot[slot] = index + 1;
+  t->hash[slot] = h;
+}
+
+static void index_free(xs_index_t *t) {
+  free(t->slot);
+  free(t->hash);
+}
+
+/* ---- processes and threads ---- */
+
+xs_session_t *xs_session_new(const xs_options_t *o) {
+  xs_session_t *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->o = *o;
+  s->xsym = xsym_new(o->demangle ? XSYM_DEMANGLE : 0);
+  s->maps = xsym_maps_new();
+  if (!s->xsym || !s->maps) {
+    xs_session_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void xs_root(xs_session_t *s, pid_t pid) { s->root = pid; }
+
+static xs_proc_t *proc_get(xs_session_t *s, pid_t pid) {
+  for (size_t i = s->nprocs; i-- > 0;)
+    if (s->procs[i].pid == pid)
+      return &s->procs[i];
+  if (!xs_grow(&s->procs, &s->capprocs, s->nprocs, sizeof *s->procs))
+    return NULL;
+  xs_proc_t *p = &s->procs[s->nprocs++];
+  memset(p, 0, sizeof *p);
+  p->pid = pid;
+  return p;
+}
+
+const xs_proc_t *xs_proc_of(const xs_session_t *s, pid_t pid) {
+  for (size_t i = s->nprocs; i-- > 0;)
+    if (s->procs[i].pid == pid)
+      return &s->procs[i];
+  return NULL;
+}
+
+const xs_thread_t *xs_thread_of(const xs_session_t *s, uint32_t index) { return &s->threads[index]; }
+
+void xs_process(xs_session_t *s, pid_t pid, pid_t ppid, uint64_t t) {
+  bool fresh = !xs_proc_of(s, pid);
+  xs_proc_t *p = proc_get(s, pid);
+  if (!p)
+    return;
+  if (fresh && ppid > 0) {
+    p->ppid = ppid;
+    const xs_proc_t *parent = xs_proc_of(s, ppid);
+    if (parent)
+      memcpy(p->name, parent->name, sizeof p->name);
+    xsym_maps_fork(s->maps, ppid, pid, t);
+  }
+}
+
+void xs_process_name(xs_session_t *s, pid_t pid, uint64_t t, const char *name, bool exec) {
+  xs_proc_t *p = proc_get(s, pid);
+  if (!p)
+    return;
+  snprintf(p->name, sizeof p->name, "%s", name);
+  if (exec)
+    xsym_maps_end_all(s->maps, pid, t);
+}
+
+static bool thread_eq(const xs_session_t *s, uint32_t index, const void *key) {
+  const pid_t *k = key;
+  return s->threads[index].pid == k[0] && s->threads[index].tid == k[1];
+}
+
+static uint32_t thread_get(xs_session_t *s, pid_t pid, pid_t tid) {
+  pid_t key[2] = {pid, tid};
+  uint64_t h = hash_mem(key, sizeof key, 7);
+  if (!index_reserve(&s->thread_index))
+    return UINT32_MAX;
+  bool found;
+  size_t slot = index_find(s, &s->thread_index, h, key, thread_eq, &found);
+  if (found)
+    return s->thread_index.slot[slot] - 1;
+  xs_proc_t *p = proc_get(s, pid);
+  if (!p || !xs_grow(&s->threads, &s->capthreads, s->nthreads, sizeof *s->threads))
+    return UINT32_MAX;
+  xs_thread_t *t = &s->threads[s->nthreads];
+  memset(t, 0, sizeof *t);
+  t->pid = pid;
+  t->tid = tid;
+  t->cpu_ns = UINT64_MAX;
+  t->index = tid == pid ? 0 : ++p->nthreads;
+  index_set(&s->thread_index, slot, h, (uint32_t)s->nthreads);
+  return (uint32_t)s->nthreads++;
+}
+
+void xs_thread(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, const char *name) {
+  (void)t;
+  uint32_t i = thread_get(s, pid, tid);
+  if (i != UINT32_MAX && name && *name)
+    snprintf(s->threads[i].name, sizeof s->threads[i].name, "%s", name);
+}
+
+void xs_thread_exit(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, uint64_t cpu_ns) {
+  (void)t;
+  uint32_t i = thread_get(s, pid, tid);
+  if (i == UINT32_MAX || cpu_ns == UINT64_MAX)
+    return;
+  xs_thread_t *th = &s->threads[i];
+  th->cpu_ns = th->cpu_ns == UINT64_MAX ? cpu_ns : th->cpu_ns + cpu_ns;
+}
+
+void xs_mapping(xs_session_t *s, pid_t pid, uint64_t t, uint64_t start, uint64_t end,
+                uint64_t pgoff, const char *path, const uint8_t *build_id, size_t build_id_len) {
+  xsym_module_t *m = path && *path ? xsym_module(s->xsym, path, build_id, build_id_len) : NULL;
+  proc_get(s, pid);
+  xsym_maps_add(s->maps, pid, t, start, end, pgoff, m);
+}
+
+/* ---- frames and stacks ---- */
+
+static bool frame_eq(const xs_session_t *s, uint32_t index, const void *key) {
+  const xs_frm_t *a = &s->frames[index], *b = key;
+  return a->module == b->module && a->off == b->off && a->name == b->name &&
+         a->modname == b->modname && a->map_start == b->map_start;
+}
+
+static uint32_t frame_get(xs_session_t *s, const xs_frm_t *f) {
+  uint64_t key[5] = {(uint64_t)(uintptr_t)f->module, f->off, (uint64_t)(uintptr_t)f->name,
+                     (uint64_t)(uintptr_t)f->modname, f->map_start};
+  uint64_t h = hash_mem(key, sizeof key, 11);
+  if (!index_reserve(&s->frame_index))
+    return UINT32_MAX;
+  bool found;
+  size_t slot = index_find(s, &s->frame_index, h, f, frame_eq, &found);
+  if (found)
+    return s->frame_index.slot[slot] - 1;
+  if (!xs_grow(&s->frames, &s->capframes, s->nframes, sizeof *s->frames))
+    return UINT32_MAX;
+  s->frames[s->nframes] = *f;
+  index_set(&s->frame_index, slot, h, (uint32_t)s->nframes);
+  return (uint32_t)s->nframes++;
+}
+
+typedef struct stack_key {
+  const uint32_t *frame;
+  uint32_t n;
+  bool truncated;
+} stack_key_t;
+
+static bool stack_eq(const xs_session_t *s, uint32_t index, const void *key) {
+  const xs_stack_t *a = s->stacks[index];
+  const stack_key_t *k = key;
+  return a->n == k->n && a->truncated == k->truncated &&
+         memcmp(a->frame, k->frame, k->n * sizeof *k->frame) == 0;
+}
+
+static uint32_t stack_get(xs_session_t *s, const uint32_t *frame, uint32_t n, bool truncated) {
+  stack_key_t key = {frame, n, truncated};
+  uint64_t h = hash_mem(frame, n * sizeof *frame, truncated ? 13 : 17);
+  if (!index_reserve(&s->stack_index))
+    return UINT32_MAX;
+  bool found;
+  size_t slot = index_find(s, &s->stack_index, h, &key, stack_eq, &found);
+  if (found)
+    return s->stack_index.slot[slot] - 1;
+  xs_stack_t *st = malloc(sizeof *st + n * sizeof *frame);
+  if (!st || !xs_grow(&s->stacks, &s->capstacks, s->nstacks, sizeof *s->stacks)) {
+    free(st);
+    return UINT32_MAX;
+  }
+  st->n = n;
+  st->truncated = truncated;
+  memcpy(st->frame, frame, n * sizeof *frame);
+  s->stacks[s->nstacks] = st;
+  index_set(&s->stack_index, slot, h, (uint32_t)s->nstacks);
+  return (uint32_t)s->nstacks++;
+}
+
+static void add_rec(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, uint64_t t,
+                    uint64_t weight, const uint32_t *frame, size_t n, bool truncated) {
+  uint32_t th = thread_get(s, pid, tid);
+  uint32_t st = stack_get(s, frame, (uint32_t)n, truncated);
+  if (th == UINT32_MAX || st == UINT32_MAX ||
+      !xs_grow(&s->recs, &s->caprecs, s->nrecs, sizeof *s->recs)) {
+    s->dropped += weight;
+    return;
+  }
+  s->recs[s->nrecs++] = (xs_rec_t){t, weight, pid, tid, st, th, (uint8_t)clock};
+  xs_thread_t *x = &s->threads[th];
+  x->samples[clock] += weight;
+  if (!x->t_first || t < x->t_first)
+    x->t_first = t;
+  if (t > x->t_last)
+    x->t_last = t;
+  if (truncated)
+    s->truncated += weight;
+}
+
+static uint32_t *scratch(xs_session_t *s, size_t n) {
+  if (n > s->scratch_cap) {
+    uint32_t *p = realloc(s->scratch, n * sizeof *p);
+    if (!p)
+      return NULL;
+    s->scratch = p;
+    s->scratch_cap = n;
+  }
+  return s->scratch;
+}
+
+void xs_sample(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, uint64_t t,
+               uint64_t weight, const uint64_t *pc, size_t n, bool truncated) {
+  if (clock >= XS_NCLOCKS || weight == 0)
+    return;
+  uint32_t *ids = scratch(s, n ? n : 1);
+  if (!ids) {
+    s->dropped += weight;
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    /* Return addresses point after the call: look up the call itself. */
+    uint64_t a = pc[i] - (i > 0 && pc[i] > 0);
+    const xsym_map_t *m = xsym_maps_find(s->maps, pid, t, a);
+    xs_frm_t f = {0};
+    if (m && m->module) {
+      f.module = m->module;
+      f.off = a - m->start + m->pgoff;
+      f.map_start = m->start;
+      f.map_end = m->end;
+      f.map_pgoff = m->pgoff;
+    } else {
+      f.off = a; /* anonymous or unknown: the address itself */
+      f.map_start = m ? m->start : 0;
+      f.map_end = m ? m->end : 0;
+    }
+    uint32_t id = frame_get(s, &f);
+    if (id != UINT32_MAX)
+      ids[k++] = id;
+  }
+  add_rec(s, clock, pid, tid, t, weight, ids, k, truncated);
+}
+
+static const char *own_string(xs_session_t *s, const char *text) {
+  if (!text)
+    return NULL;
+  for (size_t i = s->nstrings; i-- > 0 && i + 64 >= s->nstrings;)
+    if (strcmp(s->strings[i], text) == 0)
+      return s->strings[i];
+  char *c = strdup(text);
+  if (!c || !xs_grow(&s->strings, &s->capstrings, s->nstrings, sizeof *s->strings)) {
+    free(c);
+    return NULL;
+  }
+  return s->strings[s->nstrings++] = c;
+}
+
+void xs_sample_named(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, uint64_t t,
+                     uint64_t weight, const xs_frame_t *frames, size_t n, bool truncated) {
+  if (clock >= XS_NCLOCKS || weight == 0)
+    return;
+  uint32_t *ids = scratch(s, n ? n : 1);
+  if (!ids) {
+    s->dropped += weight;
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    xs_frm_t f = {0};
+    /* Names repeat: the same pointer makes the same frame. */
+    f.name = own_string(s, frames[i].function ? frames[i].function : "[unknown]");
+    f.modname = own_string(s, frames[i].module);
+    uint32_t id = f.name ? frame_get(s, &f) : UINT32_MAX;
+    if (id != UINT32_MAX)
+      ids[k++] = id;
+  }
+  add_rec(s, clock, pid, tid, t, weight, ids, k, truncated);
+}
+
+/* ---- symbols ---- */
+
+static void symbolize(xs_session_t *s) {
+  xsym_frame_t out[32];
+  for (size_t i = 0; i < s->nframes; ++i) {
+    xs_frm_t *f = &s->frames[i];
+    size_t n = 1;
+    if (f->module) {
+      n = xsym_lookup(s->xsym, f->module, f->off, out, 32);
+    } else {
+      out[0] = (xsym_frame_t){f->name ? f->name : "[unknown]", NULL, 0, false};
+    }
+    f->sym = (uint32_t)s->nsyms;
+    f->nsym = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (!xs_grow(&s->syms, &s->capsyms, s->nsyms, sizeof *s->syms))
+        break;
+      const char *mod = f->module ? xsym_module_name(f->module) : f->modname ? f->modname : "?";
+      s->syms[s->nsyms++] = (xs_sym_t){out[k].function, mod, out[k].file, out[k].line, out[k].inlined};
+      f->nsym++;
+    }
+  }
+}
+
+/* ---- folded, csv, summary ---- */
+
+typedef struct fn {
+  const char *name, *module;
+  uint64_t self, incl, stamp;
+} fn_t;
+
+typedef struct line {
+  uint64_t count;
+  char text[];
+} line_t;
+
+typedef struct agg {
+  fn_t *fns;
+  size_t nfns, capfns;
+  xs_index_t fn_index;
+  line_t **lines;
+  size_t nlines, caplines;
+  xs_index_t line_index;
+  const void *key_fn; /* comparison context */
+} agg_t;
+
+static agg_t *agg_ctx;
+
+static bool fn_eq(const xs_session_t *s, uint32_t index, const void *key) {
+  (void)s;
+  const fn_t *a = &agg_ctx->fns[index], *b = key;
+  return strcmp(a->name, b->name) == 0 && strcmp(a->module, b->module) == 0;
+}
+
+static bool line_eq(const xs_session_t *s, uint32_t index, const void *key) {
+  (void)s;
+  return strcmp(agg_ctx->lines[index]->text, key) == 0;
+}
+
+static fn_t *fn_get(xs_session_t *s, agg_t *a, const char *name, const char *module) {
+  fn_t key = {name, module, 0, 0, 0};
+  uint64_t h = hash_mem(name, strlen(name), hash_mem(module, strlen(module), 3));
+  if (!index_reserve(&a->fn_index))
+    return NULL;
+  bool found;
+  size_t slot = index_find(s, &a->fn_index, h, &key, fn_eq, &found);
+  if (found)
+    return &a->fns[a->fn_index.slot[slot] - 1];
+  if (!xs_grow(&a->fns, &a->capfns, a->nfns, sizeof *a->fns))
+    return NULL;
+  a->fns[a->nfns] = key;
+  index_set(&a->fn_index, slot, h, (uint32_t)a->nfns);
+  return &a->fns[a->nfns++];
+}
+
+static void line_add(xs_session_t *s, agg_t *a, const char *text, size_t len, uint64_t count) {
+  uint64_t h = hash_mem(text, len, 5);
+  if (!index_reserve(&a->line_index))
+    return;
+  bool found;
+  size_t slot = index_find(s, &a->line_index, h, text, line_eq, &found);
+  if (found) {
+    a->lines[a->line_index.slot[slot] - 1]->count += count;
+    return;
+  }
+  line_t *l = malloc(sizeof *l + len + 1);
+  if (!l || !xs_grow(&a->lines, &a->caplines, a->nlines, sizeof *a->lines)) {
+    free(l);
+    return;
+  }
+  l->count = count;
+  memcpy(l->text, text, len + 1);
+  a->lines[a->nlines] = l;
+  index_set(&a->line_index, slot, h, (uint32_t)a->nlines++);
+}
+
+/* Frame names go into "a;b;c count" lines: no separators inside. */
+static size_t put_name(char **buf, size_t *cap, size_t len, const char *name) {
+  size_t n = strlen(name);
+  if (len + n + 2 > *cap) {
+    size_t c = 2 * (len + n + 2);
+    char *p = realloc(*buf, c);
+    if (!p)
+      return len;
+    *buf = p;
+    *cap = c;
+  }
+  (*buf)[len++] = ';';
+  for (size_t i = 0; i < n; ++i) {
+    char c = name[i];
+    (*buf)[len++] = c == ';' || c == '\n' || c == '\r' || c == '\t' ? '_' : c;
+  }
+  (*buf)[len] = '\0';
+  return len;
+}
+
+static void thread_label(const xs_session_t *s, const xs_thread_t *t, char *buf, size_t len) {
+  const xs_proc_t *p = xs_proc_of(s, t->pid);
+  int n = 0;
+  /* Processes other than the command are named before their threads. */
+  if (t->pid != s->root)
+    n = snprintf(buf, len, "[%s-%d];", p && p->name[0] ? p->name : "process", (int)t->pid);
+  if (n < 0 || (size_t)n >= len)
+    n = 0;
+  if (t->index == 0)
+    snprintf(buf + n, len - (size_t)n, "[main]");
+  else if (t->name[0] && p && strcmp(t->name, p->name) != 0)
+    snprintf(buf + n, len - (size_t)n, "[thread-%u:%s]", t->index, t->name);
+  else
+    snprintf(buf + n, len - (size_t)n, "[thread-%u]", t->index);
+  for (char *c = buf + n; *c; ++c)
+    if (*c == ';' || *c == ' ')
+      *c = '_';
+}
+
+static int line_cmp(const void *a, const void *b) {
+  return strcmp((*(line_t *const *)a)->text, (*(line_t *const *)b)->text);
+}
+
+static int fn_cmp(const void *a, const void *b) {
+  const fn_t *x = *(fn_t *const *)a, *y = *(fn_t *const *)b;
+  if (x->self != y->self)
+    return x->self < y->self ? 1 : -1;
+  if (x->incl != y->incl)
+    return x->incl < y->incl ? 1 : -1;
+  return strcmp(x->name, y->name);
+}
+
+static void csv_field(FILE *f, const char *text) {
+  if (!strpbrk(text, ",\"\n")) {
+    fputs(text, f);
+    return;
+  }
+  fputc('"', f);
+  for (const char *p = text; *p; ++p) {
+    if (*p == '"')
+      fputc('"', f);
+    fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static const char *const clock_name[XS_NCLOCKS] = {"cputime", "realtime"};
+static const char *const clock_suffix[XS_NCLOCKS] = {"", "_realtime"};
+
+/* One clock's files and table; returns its total weight. */
+static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
+  agg_t a = {0};
+  agg_ctx = &a;
+  size_t cap = 4096;
+  char *text = malloc(cap);
+  uint64_t total = 0, stamp = 0;
+  for (size_t r = 0; text && r < s->nrecs; ++r) {
+    const xs_rec_t *rec = &s->recs[r];
+    if (rec->clock != clock)
+      continue;
+    total += rec->weight;
+    ++stamp;
+    const xs_stack_t *st = s->stacks[rec->stack];
+    thread_label(s, &s->threads[rec->thread], text, cap);
+    size_t len = strlen(text);
+    if (st->truncated)
+      len = put_name(&text, &cap, len, "[truncated]");
+    for (uint32_t d = st->n; d-- > 0;) {
+      const xs_frm_t *f = &s->frames[st->frame[d]];
+      /* Outermost first: the function, then what was inlined into it. */
+      for (uint32_t k = f->nsym; k-- > 0;) {
+        const xs_sym_t *y = &s->syms[f->sym + k];
+        len = put_name(&text, &cap, len, y->function);
+        fn_t *fn = fn_get(s, &a, y->function, y->module);
+        if (!fn)
+          continue;
+        if (d == 0 && k == 0)
+          fn->self += rec->weight;
+        if (fn->stamp != stamp) {
+          fn->stamp = stamp;
+          fn->incl += rec->weight;
+        }
+      }
+    }
+    line_add(s, &a, text, len, rec->weight);
+  }
+  free(text);
+
+  char name[64], path[PATH_MAX + 64];
+  if (a.nlines)
+    qsort(a.lines, a.nlines, sizeof *a.lines, line_cmp);
+  snprintf(name, sizeof name, "samples%s.folded", clock_suffix[clock]);
+  FILE *f = total ? xpt_create_stream(s->o.dir, name, path, sizeof path) : NULL;
+  if (f) {
+    for (size_t i = 0; i < a.nlines; ++i)
+      fprintf(f, "%s %llu\n", a.lines[i]->text, (unsigned long long)a.lines[i]->count);
+    if (fclose(f) != 0)
+      fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+  } else if (total) {
+    fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+  }
+  fn_t **fns = calloc(a.nfns + 1, sizeof *fns);
+  size_t nf = 0;
+  for (size_t i = 0; fns && i < a.nfns; ++i)
+    fns[nf++] = &a.fns[i];
+  if (fns)
+    qsort(fns, nf, sizeof *fns, fn_cmp);
+  double scale = total ? 100.0 / (double)total : 0;
+  snprintf(name, sizeof name, "samples%s.csv", clock_suffix[clock]);
+  f = total ? xpt_create_stream(s->o.dir, name, path, sizeof path) : NULL;
+  if (f) {
+    fputs("function,module,self_samples,inclusive_samples,self_percent,inclusive_percent\n", f);
+    for (size_t i = 0; i < nf; ++i) {
+      csv_field(f, fns[i]->name);
+      fputc(',', f);
+      csv_field(f, fns[i]->module);
+      fprintf(f, ",%llu,%llu,%.2f,%.2f\n", (unsigned long long)fns[i]->self,
+              (unsigned long long)fns[i]->incl, (double)fns[i]->self * scale,
+              (double)fns[i]->incl * scale);
+    }
+    if (fclose(f) != 0)
+      fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+  }
+  size_t sampled = 0;
+  for (size_t i = 0; i < s->nthreads; ++i)
+    sampled += s->threads[i].samples[clock] != 0;
+  const char *base = strrchr(s->o.command, '/');
+  base = base ? base + 1 : s->o.command;
+  fprintf(stderr, "xptrace sample: %s (pid %d): %llu %s samples at %g Hz, %zu of %zu thread(s) sampled",
+          base, (int)s->root, (unsigned long long)total, clock_name[clock], s->o.hz, sampled,
+          s->nthreads);
+  if (s->nprocs > 1)
+    fprintf(stderr, " in %zu processes", s->nprocs);
+  fputc('\n', stderr);
+  if (table && nf) {
+    fprintf(stderr, "  %6s %6s %8s  %s\n", "self%", "incl%", "samples", "function (module)");
+    for (size_t i = 0; i < nf && i < 20; ++i)
+      fprintf(stderr, "  %6.1f %6.1f %8llu  %s (%s)\n", (double)fns[i]->self * scale,
+              (double)fns[i]->incl * scale, (unsigned long long)fns[i]->self, fns[i]->name,
+              fns[i]->module);
+  }
+  free(fns);
+  for (size_t i = 0; i < a.nlines; ++i)
+    free(a.lines[i]);
+  free(a.lines);
+  free(a.fns);
+  index_free(&a.fn_index);
+  index_free(&a.line_index);
+  agg_ctx = NULL;
+  return total;
+}
+
+/* Per process, when there are several: where the samples went. */
+static void report_processes(const xs_session_t *s, uint64_t total) {
+  if (s->nprocs < 2 || !total)
+    return;
+  for (size_t i = 0; i < s->nprocs; ++i) {
+    uint64_t n = 0;
+    size_t nth = 0;
+    for (size_t k = 0; k < s->nthreads; ++k)
+      if (s->threads[k].pid == s->procs[i].pid) {
+        n += s->threads[k].samples[XS_CPUTIME];
+        nth++;
+      }
+    if (n)
+      fprintf(stderr, "  process %d %s: %llu samples (%.1f%%), %zu thread(s)\n", (int)s->procs[i].pid,
+              s->procs[i].name[0] ? s->procs[i].name : "?", (unsigned long long)n,
+              100.0 * (double)n / (double)total, nth);
+  }
+}
+
+/* Every thread's CPU time (the kernel's) against its samples. */
+static void diagnose_threads(const xs_session_t *s) {
+  if (s->o.hz <= 0)
+    return;
+  double period = 1e9 / s->o.hz;
+  unsigned shown = 0, quiet = 0;
+  for (size_t i = 0; i < s->nthreads; ++i) {
+    const xs_thread_t *t = &s->threads[i];
+    if (t->cpu_ns == UINT64_MAX)
+      continue;
+    double expect = (double)t->cpu_ns / period;
+    double got = (double)t->samples[XS_CPUTIME];
+    /* Short threads: a sample is a coin toss below a few periods. */
+    if (expect < 20 || got >= 0.5 * expect)
+      continue;
+    if (shown >= 5) {
+      quiet++;
+      continue;
+    }
+    shown++;
+    const xs_proc_t *p = xs_proc_of(s, t->pid);
+    fprintf(stderr,
+            "xptrace sample: thread %d (%s) used %.3f CPU-s but got %.0f samples (%.0f expected): %s\n",
+            (int)t->tid, t->name[0] ? t->name : p && p->name[0] ? p->name : "?", (double)t->cpu_ns * 1e-9,
+            got, expect,
+            strcmp(s->o.method, "perf") == 0
+                ? "its time was in the kernel (system calls, page faults), which the perf method does not "
+                  "sample (user space only); `perf stat -e task-clock,user_time` tells them apart"
+                : "it blocked or took the sampling signal; use --method perf");
+  }
+  if (quiet)
+    fprintf(stderr, "xptrace sample: %u more thread(s) with too few samples for their CPU time\n", quiet);
+}
+
+uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
+  symbolize(s);
+  uint64_t total = 0;
+  bool any[XS_NCLOCKS] = {false};
+  for (size_t i = 0; i < s->nrecs; ++i)
+    any[s->recs[i].clock] = true;
+  for (int c = 0; c < XS_NCLOCKS; ++c)
+    if (any[c] || c == XS_CPUTIME) {
+      uint64_t n = report_clock(s, (xs_clock_t)c, !s->o.quiet_table);
+      if (c == XS_CPUTIME)
+        report_processes(s, n);
+      total += n;
+    }
+  char path[PATH_MAX + 64];
+  if (s->o.trace && s->nrecs && !xs_write_trace(s, path, sizeof path))
+    fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+  if (m) {
+    uint64_t cpu_samples = 0;
+    for (size_t i = 0; i < s->nthreads; ++i)
+      cpu_samples += s->threads[i].samples[XS_CPUTIME];
+    double rate = m->effective_hz >= 0 ? m->effective_hz
+                  : m->cpu_seconds > 0 ? (double)cpu_samples / m->cpu_seconds
+                                       : 0;
+    fprintf(stderr, "xptrace sample: method %s (%s): %.0f samples per CPU-second (%llu samples, %.3f CPU-seconds)\n",
+            s->o.method, m->unwinder ? m->unwinder : "?", rate, (unsigned long long)cpu_samples,
+            m->cpu_seconds > 0 ? m->cpu_seconds : 0.0);
+    if (m->throttled)
+      fprintf(stderr, "xptrace sample: the kernel throttled sampling %llu time(s) "
+                      "(kernel.perf_event_max_sample_rate): ask a lower -f\n",
+              (unsigned long long)m->throttled);
+    if (m->unwind_cut)
+      fprintf(stderr, "xptrace sample: %llu stack(s) ended early: the user-stack copy was too small "
+                      "or code had no unwind information (outermost frames missing)\n",
+              (unsigned long long)m->unwind_cut);
+    if (m->lost)
+      fprintf(stderr, "xptrace sample: %llu sample(s) lost: the launcher did not keep up with the "
+                      "ring buffers (ask a lower -f, or raise kernel.perf_event_mlock_kb)\n",
+              (unsigned long long)m->lost);
+  }
+  if (s->truncated)
+    fprintf(stderr, "xptrace sample: %llu sample(s) deeper than --depth %u were cut (their outermost "
+                    "frames are missing, marked [truncated]): raise --depth\n",
+            (unsigned long long)s->truncated, s->o.depth);
+  if (s->dropped)
+    fprintf(stderr, "xptrace sample: %llu sample(s) dropped (out of memory)\n",
+            (unsigned long long)s->dropped);
+  diagnose_threads(s);
+  return total;
+}
+
+void xs_session_free(xs_session_t *s) {
+  if (!s)
+    return;
+  xsym_free(s->xsym);
+  xsym_maps_free(s->maps);
+  free(s->procs);
+  free(s->threads);
+  index_free(&s->thread_index);
+  free(s->frames);
+  index_free(&s->frame_index);
+  for (size_t i = 0; i < s->nstacks; ++i)
+    free(s->stacks[i]);
+  free(s->stacks);
+  index_free(&s->stack_index);
+  free(s->recs);
+  free(s->syms);
+  for (size_t i = 0; i < s->nstrings; ++i)
+    free(s->strings[i]);
+  free(s->strings);
+  free(s->scratch);
+  free(s);
+}

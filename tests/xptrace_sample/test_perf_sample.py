@@ -1,0 +1,184 @@
+"""Tests of `xptrace sample` with the perf method (the default where
+perf_event_open works), on fixtures of known shape and a Debian program.
+
+usage: test_perf_sample.py MODE XPTRACE PERF_WORK PLUGIN CXX_WORK TESTS_DIR SCRATCH
+Exit 77 (skipped) where perf_event_open is refused."""
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+mode, xptrace, work, plugin, cxx, tests, scratch = sys.argv[1:8]
+sys.path.insert(0, os.path.join(tests, "sampler"))
+from samples import Checker, run, read_folded, read_csv, total  # noqa: E402
+
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+c = Checker("perf-" + mode)
+
+
+def xp(*args, env=None):
+    return run([xptrace] + list(args), env=env, cwd=scratch, timeout=170)
+
+
+rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")
+if "using the timer method" in err:
+    print(f"SKIP [perf-{mode}]: {err.strip()}")
+    sys.exit(77)
+
+
+def sample(name, *cmd, opts=()):
+    rc, out, err = xp("sample", "-f", "1000", *opts, "-o", name, "--", *cmd)
+    stacks = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+    return rc, out, err, stacks
+
+
+def share(stacks, fn, self_only=True):
+    n = total(stacks)
+    if not n:
+        return 0.0
+    if self_only:
+        return 100.0 * sum(k for f, k in stacks if f[-1] == fn) / n
+    return 100.0 * sum(k for f, k in stacks if fn in f[1:]) / n
+
+
+def complete(stacks, root="_start"):
+    """Share of samples whose stack reaches the thread's first frame."""
+    n = total(stacks)
+    firsts = (root, "__clone3", "clone3", "__clone")
+    return 100.0 * sum(k for f, k in stacks if len(f) > 1 and f[1] in firsts) / n if n else 0.0
+
+
+def method_line(err):
+    c.check("method perf (kernel cpu-clock events, DWARF unwinding" in err, f"no perf method line: {err}")
+
+
+if mode == "default":
+    # No --method: perf, nothing preloaded, an effective rate printed.
+    rc, out, err, st = sample("d", work, "exit")
+    c.check(rc == 3, f"exit status {rc}, expected the command's 3: {err}")
+    method_line(err)
+    c.check("samples per CPU-second" in err and "LD_PRELOAD" not in err, err)
+    c.check(share(st, "main_spin") >= 95, f"main_spin {share(st, 'main_spin'):.1f}%: {st}")
+    c.check(complete(st) >= 99, f"stacks not unwound to _start: {st}")
+elif mode == "closefds":
+    # The program closes stdout and stderr: the launcher still reports.
+    rc, out, err, st = sample("c", work, "closefds")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check("main_spin (perf_work)" in err, f"no table after the program closed fd 1 and 2: {err}")
+    c.check(share(st, "main_spin") >= 95 and total(st) >= 50, f"closefds: {st}")
+elif mode == "exit":
+    rc, out, err, st = sample("e", work, "exit")
+    c.check(rc == 3, f"_exit status {rc}")
+    c.check(share(st, "main_spin") >= 95 and total(st) >= 50, f"_exit: {st}")
+    c.check("no samples written" not in err, err)
+    # Every stack: [main];_start;__libc_start_main;...;main;main_spin.
+    c.check(complete(st) >= 99 and share(st, "main", False) >= 99, f"_exit stacks: {st}")
+elif mode == "plugin":
+    # dlopen, hot plugin function, dlclose, more work: the plugin's frames
+    # keep their names although it is gone at the end.
+    rc, out, err, st = sample("p", work, "plugin", plugin)
+    c.check(rc == 0, f"exit {rc}: {err}")
+    p = share(st, "plugin_spin")
+    print(f"plugin_spin {p:.1f}% (expected 75)")
+    c.check(abs(p - 75) <= 8, f"plugin_spin {p:.1f}%, expected 75 +- 8: {st}")
+    rows = {r["function"]: r for r in read_csv(os.path.join(scratch, "p", "samples.csv"))}
+    mod = rows.get("plugin_spin", {}).get("module")
+    c.check(mod == os.path.basename(plugin), f"plugin_spin module {mod}")
+    c.check(complete(st) >= 99, f"plugin stacks not complete: {st}")
+elif mode == "deep":
+    # 200 frames of recursion without frame pointers: main in every stack.
+    rc, out, err, st = sample("r", work, "deep", "200")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    depth = min((f.count("recurse") for f, _ in st), default=0)
+    c.check(depth >= 200, f"shallowest stack has {depth} recurse frames")
+    c.check(share(st, "main", False) == 100.0, f"main inclusive {share(st, 'main', False):.1f}%")
+    c.check("[truncated]" not in {x for f, _ in st for x in f}, "truncated with the default depth")
+elif mode == "depth":
+    # A depth limit below the stack: cut stacks are marked and said.
+    rc, out, err, st = sample("t", work, "deep", "200", opts=("--depth", "50"))
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check(all(f[1] == "[truncated]" for f, _ in st) and st, f"not marked: {st[:1]}")
+    c.check(all(len(f) == 52 for f, _ in st), f"depth: {[len(f) for f, _ in st][:5]}")
+    c.check("deeper than --depth 50 were cut" in err and "raise --depth" in err, err)
+elif mode == "forkexec":
+    # Parent 2 units, exec'd child 4 units: one tree, the child its process.
+    rc, out, err, st = sample("f", work, "forkexec")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    child = sum(k for f, k in st if f[0].startswith("[perf_work-") and f[-1] == "child_spin")
+    parent = sum(k for f, k in st if f[0] == "[main]" and f[-1] == "main_spin")
+    n = total(st)
+    cs = 100.0 * child / n if n else 0
+    print(f"child {cs:.1f}% (expected 66.7), parent {100.0 * parent / max(n, 1):.1f}%")
+    c.check(abs(cs - 66.7) <= 8 and child + parent >= 0.97 * n, f"fork/exec split: {st}")
+    c.check("in 2 processes" in err and "process " in err, f"no per-process lines: {err}")
+elif mode == "short":
+    # One long thread and 500 short ones, 50/50 CPU.
+    rc, out, err, st = sample("s", work, "short", "500")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    lng, sht = share(st, "long_spin"), share(st, "short_spin")
+    print(f"long {lng:.1f}% short {sht:.1f}% (expected 50/50)")
+    c.check(abs(lng - 50) <= 5 and abs(sht - 50) <= 5, f"long {lng:.1f}% short {sht:.1f}%")
+    threads = {f[0] for f, _ in st}
+    c.check(len(threads) >= 400, f"{len(threads)} threads sampled of 501")
+elif mode == "sigint":
+    # Nothing of ours in the program: its SIGINT handler stays its own.
+    rc, out, err, st = sample("i", work, "sigint")
+    c.check(rc == 0 and "sigint=own" in out, f"sigint: {rc} {out} {err}")
+    c.check(total(st) > 0, "no samples")
+elif mode == "cxx":
+    rc, out, err, st = sample("x", cxx, "4")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    churn = "unsigned long shapes::churn<unsigned long>(long)"
+    step = "shapes::Mixer<unsigned long>::step()"
+    c.check(share(st, churn, False) >= 95, f"{churn}: {share(st, churn, False):.1f}%: {st}")
+    inl = 100.0 * sum(k for f, k in st if len(f) > 2 and f[-1] == step and f[-2] == churn) / max(total(st), 1)
+    print(f"inlined step under churn in {inl:.1f}% of the samples")
+    c.check(inl >= 30, f"inlined frame: {inl:.1f}%: {st}")
+    rc, out, err, st = sample("y", cxx, "2", opts=("--no-demangle",))
+    names = {x for f, _ in st for x in f}
+    c.check("_ZN6shapes5churnImEET_l" in names and churn not in names, f"--no-demangle: {names}")
+elif mode == "xz":
+    # A real Debian program (stripped, no frame pointers) on generated data.
+    xz = shutil.which("xz")
+    if not xz:
+        print("SKIP [perf-xz]: xz not installed")
+        sys.exit(77)
+    rnd = random.Random(7)
+    words = [("".join(rnd.choice("abcdefghij") for _ in range(rnd.randint(2, 9)))) for _ in range(5000)]
+    data = os.path.join(scratch, "data.txt")
+    with open(data, "w") as f:
+        for _ in range(300000):
+            f.write(rnd.choice(words) + (" " if rnd.random() < 0.9 else "\n"))
+    rc, out, err, st = sample("z", xz, "-T1", "-6", "-k", "-f", data)
+    c.check(rc == 0, f"xz exit {rc}: {err}")
+    lz = share(st, "lzma_code", False)
+    print(f"lzma_code in {lz:.1f}% of {total(st)} samples")
+    c.check(lz >= 90, f"lzma_code inclusive {lz:.1f}%")
+    c.check(any("liblzma.so.5" in x for f, _ in st for x in f), "no liblzma frames")
+    cpu = err.split("samples, ")[-1].split(" CPU-seconds")[0] if "CPU-seconds" in err else "0"
+    rate = total(st) / float(cpu) if float(cpu) else 0
+    c.check(rate >= 900, f"{rate:.0f} samples per CPU-second at 1 kHz")
+elif mode == "trace":
+    rc, out, err, st = sample("tr", work, "short", "50")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    trace = os.path.join(scratch, "tr", "samples.perfetto-trace")
+    p = subprocess.run([sys.executable, os.path.join(tests, "perfetto", "check_trace.py"), "proto",
+                        os.path.join(tests, "perfetto", "perfetto_min.proto"), trace,
+                        "--perf-samples", str(total(st)), "--sample-function", "start_thread>=99",
+                        "--sample-function", "long_spin>=40"], capture_output=True, text=True)
+    print(p.stdout)
+    c.check(p.returncode == 0, f"check_trace: {p.stdout} {p.stderr}")
+elif mode == "fallback":
+    # Wall time needs the timer method: chosen with one line saying why.
+    rc, out, err = xp("sample", "--clock", "realtime", "-o", "w", "--", "true")
+    c.check("needs the timer method; using it" in err, f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "true")
+    c.check(rc == 2 and "--method perf samples CPU time only" in err, f"{rc} {err}")
+    rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")
+    c.check(rc == 2 and "unknown call graph 'lbr'" in err, f"{rc} {err}")
+else:
+    c.check(False, f"unknown mode {mode}")
+
+sys.exit(c.done())

@@ -1,0 +1,186 @@
+"""`xptrace sample --method timer` end to end: programs of known shape
+(tests/sampler/timer_shapes.c, sampler_work.c), the launcher's report
+checked against the shape, however the program ended.
+
+usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
+MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
+      | blocked | sigprof | static | debian (xz, sort; exit 77 when missing)
+"""
+import os
+import re
+import shutil
+import sys
+
+mode, xptrace, shapes, work, plugin_a, plugin_b, static, helpers, scratch = sys.argv[1:10]
+sys.path.insert(0, helpers)
+from samples import Checker, run, read_folded, read_csv, inclusive, total  # noqa: E402
+
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+c = Checker(mode)
+
+# Sanitized build: our sanitized library goes into our sanitized fixtures
+# only; its runtime is not the first library there, which ASan accepts
+# when told.
+SANITIZED = bool(os.environ.get("XPTRACE_TEST_SANITIZE"))
+if SANITIZED:
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+
+
+def timer(out, args, freq="100", env=None):
+    rc, so, err = run([xptrace, "sample", "--method", "timer", "-f", freq, "-o", out, "--"] + args,
+                      env=env, cwd=scratch)
+    return rc, so, err, read_folded(os.path.join(scratch, out, "samples.folded")) or []
+
+
+def self_share(stacks, function):
+    n = total(stacks)
+    return 100.0 * sum(w for frames, w in stacks if frames[-1] == function) / n if n else 0.0
+
+
+def report_ok(err, out, function):
+    """The launcher's report is there: summary, table, files."""
+    c.check("cputime samples at" in err, f"no summary: {err}")
+    c.check(re.search(r"\d+\.\d +\d+\.\d +\d+  " + function, err), f"no {function} in the table: {err}")
+    c.check(os.path.exists(os.path.join(scratch, out, "samples.csv")), "no samples.csv")
+    c.check(not any(f.endswith(".xsamp") for _, _, fs in os.walk(os.path.join(scratch, out)) for f in fs),
+            "recordings left behind")
+
+
+if mode == "split":
+    # 4 threads, CPU 40/30/20/10 %: each share within 4 points at 1 kHz
+    # (about 1500 samples: 4 points is over 3 standard deviations).
+    rc, out, err, st = timer("s", [work, "split", "3"], freq="1000")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+        share = self_share(st, fn)
+        print(f"{fn} {share:.1f}% (truth {want})")
+        c.check(abs(share - want) <= 4, f"{fn}: {share:.1f}%, truth {want} +- 4")
+
+elif mode == "short":
+    # One long thread, 500 short ones one after the other: CPU 50/50.
+    rc, out, err, st = timer("s", [shapes, "short", "800"], freq="1000")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    n = total(st)
+    # Threads are numbered as they start: find the long one by its frames.
+    long_label = {frames[0] for frames, _ in st if "long_thread" in frames}
+    c.check(len(long_label) == 1, f"long thread labels: {long_label}")
+    long_w = sum(w for frames, w in st if frames[0] in long_label)
+    short_w = sum(w for frames, w in st if frames[0].startswith("[thread-") and frames[0] not in long_label)
+    share = 100.0 * long_w / max(1, long_w + short_w)
+    print(f"long thread {share:.1f}%, short threads {100 - share:.1f}% of {n}")
+    c.check(abs(share - 50) <= 6, f"long thread {share:.1f}% vs 500 short threads, truth 50/50 +- 6")
+    # Every thread sampled (a thread id reused on a busy machine makes two one).
+    m = re.search(r"(\d+) of (\d+) thread\(s\) sampled", err)
+    c.check(m and m.group(1) == m.group(2) and int(m.group(2)) >= 490, f"threads sampled: {err}")
+
+elif mode == "rate":
+    # 1 kHz asked on CPU time: the kernel delivers at its tick, the weights
+    # count the overruns: >= 900 per CPU-second.
+    rc, out, err, st = timer("r", [shapes, "spin", "800"], freq="1000")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    m = re.search(r"method timer \(.*\): (\d+) samples per CPU-second", err)
+    rate = int(m.group(1)) if m else 0
+    print(f"delivered {rate} samples per CPU-second")
+    c.check(rate >= 900, f"{rate} samples per CPU-second at 1 kHz: {err}")
+    c.check(re.search(r"timer signals came \d+ times per CPU-second", err), f"no signal rate: {err}")
+    c.check(self_share(st, "main_spin") >= 90, f"main_spin {self_share(st, 'main_spin'):.1f}%")
+
+elif mode == "sigint":
+    rc, out, err, st = timer("s", [shapes, "sigint", "200"])
+    c.check(rc == 0 and "ok" in out, f"the program's own SIGINT handler: exit {rc}: {out} {err}")
+    c.check(inclusive(st, "main_spin") > 0, "no samples")
+    py = shutil.which("python3")
+    if py and not SANITIZED:
+        code = ("import os, signal\n"
+                "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(1)\n"
+                "except KeyboardInterrupt:\n    print('cleanup ran')\n")
+        rc, out, err, st = timer("py", [py, "-c", code])
+        c.check(rc == 0 and "cleanup ran" in out, f"python3 lost KeyboardInterrupt: exit {rc}: {out} {err}")
+
+elif mode == "closefds":
+    # The program closes its stdout and stderr: the report is the launcher's.
+    rc, out, err, st = timer("c", [shapes, "closefds", "400"])
+    c.check(rc == 0 and out == "ok\n", f"exit {rc}: {out!r}")
+    report_ok(err, "c", "main_spin")
+
+elif mode == "exit":
+    rc, out, err, st = timer("e", [shapes, "_exit", "400"])
+    c.check(rc == 7, f"exit status {rc}, the program's is 7")
+    report_ok(err, "e", "main_spin")
+    c.check(inclusive(st, "main_spin") >= 25, f"{inclusive(st, 'main_spin')} samples, ~40 expected")
+
+elif mode == "kill":
+    rc, out, err, st = timer("k", [shapes, "kill", "400"])
+    c.check(rc == 128 + 9, f"exit status {rc}, expected 137 (SIGKILL)")
+    report_ok(err, "k", "main_spin")
+    c.check(inclusive(st, "main_spin") >= 25, f"{inclusive(st, 'main_spin')} samples, ~40 expected")
+
+elif mode == "plugins":
+    env = {"PLUGIN_A": plugin_a, "PLUGIN_B": plugin_b}
+    rc, out, err, st = timer("p", [shapes, "plugins", "600"], env=env)
+    c.check(rc == 0, f"exit {rc}: {err}")
+    a, b = inclusive(st, "plugin_a_spin"), inclusive(st, "plugin_b_spin")
+    print(f"plugin_a_spin {a}, plugin_b_spin {b}")
+    c.check(a >= 15 and b >= 15, f"plugin_a_spin {a}, plugin_b_spin {b} (~30 each)")
+    rows = {r["function"]: r["module"] for r in read_csv(os.path.join(scratch, "p", "samples.csv"))}
+    c.check(rows.get("plugin_a_spin") == os.path.basename(plugin_a), f"module of plugin_a_spin: {rows}")
+    c.check(rows.get("plugin_b_spin") == os.path.basename(plugin_b), f"module of plugin_b_spin: {rows}")
+    c.check(not any("timer_plugin" in f and "+0x" in f for fr, _ in st for f in fr), "unnamed plugin frames")
+
+elif mode == "forkexec":
+    rc, out, err, st = timer("x", [shapes, "forkexec", "300"])
+    c.check(rc == 0 and "ok" in out, f"exit {rc}: {err}")
+    c.check(err.count("cputime samples at") == 1, f"one summary for the tree: {err}")
+    main = sum(w for fr, w in st if fr[0] == "[main]" and "main_spin" in fr)
+    execd = sum(w for fr, w in st if fr[0].startswith("[timer_shapes-") and "main_spin" in fr)
+    c.check(main >= 15 and execd >= 15, f"parent {main}, exec'd child {execd} samples of main_spin (~30 each)")
+
+elif mode == "blocked":
+    # A thread blocking every signal cannot be sampled by timers: said,
+    # with the cause and the fix.
+    rc, out, err, st = timer("b", [work, "blocked", "2"])
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check(inclusive(st, "blocked_spin") == 0 and inclusive(st, "free_spin") > 0, "shape")
+    c.check(re.search(r"thread \d+ \(.*\) used [0-9.]+ CPU-s and got 0 of ~\d+ samples: it blocks SIGPROF; "
+                      r"use --method perf", err), f"no diagnostic: {err}")
+
+elif mode == "sigprof":
+    rc, out, err, st = timer("p", [work, "sigprof", "1"])
+    c.check(rc == 0 and "prof_ticks=" in out, f"the program's SIGPROF: exit {rc}: {err}")
+    c.check("the program set its own SIGPROF action" in err and "--method perf" in err, f"no diagnostic: {err}")
+    c.check("no samples: the program took SIGPROF" in err, f"no reason for no samples: {err}")
+
+elif mode == "static":
+    rc, out, err, st = timer("t", [static])
+    c.check(rc == 0 and "static ok" in out, f"exit {rc}: {out}")
+    c.check("is statically linked" in err and "--method perf" in err, f"static binary not said: {err}")
+
+elif mode == "debian":
+    # Real programs: xz's worker threads block every signal (said, with
+    # the fix), its output is the same byte for byte; sort closes its
+    # stdout at exit (the report is the launcher's).
+    xz, sort = shutil.which("xz"), shutil.which("sort")
+    if not xz or not sort or SANITIZED:
+        print(f"SKIP [{mode}]: xz or sort missing, or a sanitized sampler (it goes into our fixtures only)")
+        sys.exit(77)
+    data = os.path.join(scratch, "data.txt")
+    with open(data, "w") as f:
+        for i in range(150000):
+            f.write(f"{(i * 2654435761) % 1000003:07d} line {i} {'xyz' * (i % 7)}\n")
+    run([xz, "-T2", "-3", "-k", "-S", ".plain", data], cwd=scratch)
+    rc, out, err, st = timer("xz", [xz, "-T2", "-3", "-k", "-S", ".sampled", data])
+    with open(data + ".plain", "rb") as a, open(data + ".sampled", "rb") as b:
+        same = a.read() == b.read()
+    c.check(rc == 0 and same, f"xz: exit {rc}, output differs from a plain run: {err}")
+    c.check(re.search(r"xz \[\d+\]: thread \d+ \(xz\) used [0-9.]+ CPU-s and got \d+ of ~\d+ samples: it blocks "
+                      r"SIGPROF; use --method perf", err), f"xz: blocked workers not said: {err}")
+    sorted_out = os.path.join(scratch, "sorted.txt")
+    rc, out, err, st = timer("sort", [sort, "-o", sorted_out, data])
+    c.check(rc == 0 and os.path.getsize(sorted_out) == os.path.getsize(data), f"sort: exit {rc}: {err}")
+    c.check("cputime samples at" in err, f"sort: no summary: {err}")
+
+else:
+    c.check(False, f"unknown mode {mode}")
+
+sys.exit(c.done())
