@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The sampler targets of issue 9, measured: `xptrace sample` (perf and
+timer methods) next to `perf record` on the same programs in the same run.
+
+usage: run_sampler_bench.py XPTRACE SAMPLER_SHAPES [--runs N] [--quick]
+Prints the results as Markdown (the tables of bench/README.md).  Scratch
+files go to a temporary folder that is removed at the end."""
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+SPLIT = {"spin_40": 40, "spin_30": 30, "spin_20": 20, "spin_10": 10}
+
+
+def clean_env():
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("XPTRACE_") or k == "LD_PRELOAD":
+            del env[k]
+    return env
+
+
+def timed(cmd, cwd):
+    """(wall s, CPU s of the command and its children, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode != 0:
+        raise SystemExit("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return wall, cpu, p.stderr
+
+
+class Bench:
+    def __init__(self, xptrace, shapes, scratch):
+        self.xptrace, self.shapes, self.scratch = xptrace, shapes, scratch
+        self.n = 0
+
+    def out(self):
+        self.n += 1
+        return os.path.join(self.scratch, "o%d" % self.n)
+
+    def xp(self, method, hz, *args, extra=()):
+        """Leaf-function counts, threads, stacks of an xptrace run."""
+        d = self.out()
+        wall, cpu, err = timed([self.xptrace, "sample", "--method", method, "-f", str(hz), *extra,
+                                "-o", d, "--", self.shapes, *args], self.scratch)
+        stacks = []
+        with open(os.path.join(d, "samples.folded")) as f:
+            for line in f:
+                text, _, k = line.rstrip("\n").rpartition(" ")
+                stacks.append((text.split(";"), int(k)))
+        shutil.rmtree(d)
+        return {"stacks": stacks, "wall": wall, "cpu": cpu, "err": err}
+
+    def perf(self, hz, *args, graph=None, script=True):
+        """Samples of `perf record -e cpu-clock`: (thread, frames innermost first)."""
+        data = self.out()
+        cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o", data]
+        if graph:
+            cmd += ["--call-graph", graph]
+        wall, cpu, err = timed(cmd + ["--", self.shapes, *args], self.scratch)
+        samples = []
+        if script:
+            p = subprocess.run(["perf", "script", "-i", data, "-F", "tid,sym" + (",ip" if graph else "")],
+                               capture_output=True, text=True, cwd=self.scratch)
+            cur = None
+            for line in p.stdout.splitlines():
+                if not line.strip():
+                    cur = None
+                    continue
+                if not line.startswith((" ", "\t")) or cur is None and not graph:
+                    parts = line.split()
+                    cur = (parts[0], [])
+                    samples.append(cur)
+                    if not graph and len(parts) > 1:
+                        cur[1].append(parts[1])
+                    continue
+                if graph:
+                    parts = line.split(None, 1)
+                    cur[1].append(parts[1].split("+")[0].strip() if len(parts) > 1 else "[unknown]")
+        os.unlink(data)
+        return {"samples": samples, "wall": wall, "cpu": cpu, "err": err}
+
+
+def leaf_shares(r, names):
+    if "stacks" in r:
+        tot = sum(k for _, k in r["stacks"])
+        got = {n: sum(k for f, k in r["stacks"] if f[-1] == n) for n in names}
+    else:
+        tot = len(r["samples"])
+        got = {n: sum(1 for _, fr in r["samples"] if fr and fr[0] == n) for n in names}
+    return {n: 100.0 * got[n] / tot if tot else 0.0 for n in names}, tot
+
+
+def threads(r):
+    if "stacks" in r:
+        return len({f[0] for f, _ in r["stacks"]})
+    return len({t for t, _ in r["samples"]})
+
+
+def incl(r, name):
+    if "stacks" in r:
+        tot = sum(k for _, k in r["stacks"])
+        return 100.0 * sum(k for f, k in r["stacks"] if name in f[1:]) / tot if tot else 0.0
+    tot = len(r["samples"])
+    return 100.0 * sum(1 for _, fr in r["samples"] if name in fr) / tot if tot else 0.0
+
+
+def fmt_split(sh):
+    return "/".join("%.1f" % sh[n] for n in SPLIT)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("xptrace")
+    ap.add_argument("shapes")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    a = ap.parse_args()
+    scratch = tempfile.mkdtemp(prefix="xptrace-sampler-bench-")
+    try:
+        run(Bench(os.path.abspath(a.xptrace), os.path.abspath(a.shapes), scratch), a)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(b, a):
+    q = a.quick
+    tools = [("xptrace perf", lambda hz, *x, **k: b.xp("perf", hz, *x, **k)),
+             ("xptrace timer", lambda hz, *x, **k: b.xp("timer", hz, *x, **k)),
+             ("perf record", lambda hz, *x, **k: b.perf(hz, *x))]
+    print("### Shapes (shares of samples in %, leaf function)\n")
+    print("| program | target | %s |" % " | ".join(t for t, _ in tools))
+    print("|---|---|---|---|---|")
+    # 40/30/20/10: about 2.5 CPU-s per 100 units; more at 100 Hz for enough samples.
+    for hz, units in ((100, 40 if q else 400), (1000, 20 if q else 100)):
+        cells, worst = [], []
+        for _, fn in tools:
+            sh, tot = leaf_shares(fn(hz, "split", str(units)), SPLIT)
+            dev = max(abs(sh[n] - SPLIT[n]) for n in SPLIT)
+            cells.append("%s (max dev %.1f, %d samples)" % (fmt_split(sh), dev, tot))
+        print("| 4 threads 40/30/20/10, %d Hz | each within ±2 | %s |" % (hz, " | ".join(cells)))
+    nshort = 100 if q else 500
+    cells = []
+    for _, fn in tools:
+        r = fn(1000, "short", str(nshort))
+        sh, tot = leaf_shares(r, ("long_spin", "short_spin"))
+        cells.append("%.1f/%.1f, %d threads sampled" % (sh["long_spin"], sh["short_spin"], threads(r)))
+    print("| 1 long + %d short threads (long/short), 1 kHz | 50/50 ±5 | %s |" % (nshort, " | ".join(cells)))
+    cells = []
+    for _, fn in tools:
+        sh, tot = leaf_shares(fn(1000, "blocked", "8" if q else "40"), ("blocked_spin", "free_spin"))
+        cells.append("%.1f/%.1f (%d samples)" % (sh["blocked_spin"], sh["free_spin"], tot))
+    print("| 2 threads, one blocking every signal (blocked/free), 1 kHz | 50/50 | %s |" % " | ".join(cells))
+    # Deep recursion: inclusive share of main; perf record needs DWARF unwinding here.
+    cells = []
+    for name, fn in tools:
+        if name == "perf record":
+            r = b.perf(1000, "deep", "200", graph="dwarf")
+        else:
+            r = fn(1000, "deep", "200")
+        trunc = "truncation printed" if "[truncated]" in r.get("err", "") or "were cut" in r.get("err", "") else ""
+        cells.append("main %.1f%%%s" % (incl(r, "main"), ", " + trunc if trunc else ""))
+    print("| recursion 200 frames deep, default depth | main 100%% | %s |" % " | ".join(cells))
+
+    # Rate and overhead on one thread spinning: medians of a.runs.
+    units = "8" if q else "40"
+    bare = [timed([b.shapes, "spin", units], b.scratch) for _ in range(a.runs)]
+    bare_wall = statistics.median(w for w, _, _ in bare)
+    bare_cpu = statistics.median(c for _, c, _ in bare)
+    print("\n### Rate and overhead (one thread spinning %.2f CPU-s; 1 kHz; median of %d)\n" % (bare_cpu, a.runs))
+    print("| tool | samples per CPU-second (target ≥ 950) | wall s | wall overhead | CPU s (tool included) |")
+    print("|---|---|---|---|---|")
+    print("| none | | %.3f | | %.3f |" % (bare_wall, bare_cpu))
+    rows = [("xptrace sample (perf, DWARF)", lambda: b.xp("perf", 1000, "spin", units)),
+            ("xptrace sample (perf, fp)", lambda: b.xp("perf", 1000, "spin", units, extra=("--call-graph", "fp"))),
+            ("xptrace sample (timer)", lambda: b.xp("timer", 1000, "spin", units)),
+            ("perf record -g (fp)", lambda: b.perf(1000, "spin", units, graph="fp")),
+            ("perf record --call-graph dwarf", lambda: b.perf(1000, "spin", units, graph="dwarf"))]
+    for name, fn in rows:
+        rs = [fn() for _ in range(a.runs)]
+        n = statistics.median((sum(k for _, k in r["stacks"]) if "stacks" in r else len(r["samples"])) for r in rs)
+        w = statistics.median(r["wall"] for r in rs)
+        c = statistics.median(r["cpu"] for r in rs)
+        print("| %s | %.0f | %.3f | %+.1f%% | %.3f |" % (name, n / bare_cpu, w, 100.0 * (w - bare_wall) / bare_wall, c))
+
+    # Fixed cost: a program that returns at once.
+    k = max(a.runs, 5)
+    t_bare = statistics.median(timed([b.shapes, "none"], b.scratch)[0] for _ in range(k))
+    print("\n### Fixed cost (a program that returns at once; median of %d)\n" % k)
+    print("| tool | wall ms | cost ms (target ≤ 20) |")
+    print("|---|---|---|")
+    print("| none | %.1f | |" % (1e3 * t_bare))
+    fixed = [("xptrace sample (perf)", lambda: b.xp("perf", 1000, "none")["wall"]),
+             ("xptrace sample (timer)", lambda: b.xp("timer", 1000, "none")["wall"]),
+             ("perf record -g", lambda: b.perf(1000, "none", graph="fp", script=False)["wall"])]
+    for name, fn in fixed:
+        t = statistics.median(fn() for _ in range(k))
+        print("| %s | %.1f | %.1f |" % (name, 1e3 * t, 1e3 * (t - t_bare)))
+
+
+if __name__ == "__main__":
+    main()
