@@ -148,7 +148,8 @@ elif mode == "run-sample":
     # under `run`, the process writes into a folder of its own in r
     procs = [p for p in os.listdir(os.path.join(scratch, "r")) if p.startswith("sampler_work-")]
     c.check(len(procs) == 1, f"run --sample: process folders {procs}")
-    d = os.path.join(scratch, "r", procs[0] if procs else "")
+    # one sample session for the run's process tree, at the top of r
+    d = os.path.join(scratch, "r")
     st = folded(d)
     c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample: {st}")
     c.check(f"xptrace: samples {d}/samples.folded" in err, f"run --sample output line: {err}")

@@ -1,5 +1,6 @@
 /* What the subcommands share: where our libraries are, checking and
  * launching the command, the output folder, messages.  See docs/xptrace.md. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -206,13 +207,38 @@ int preload_sampler(const char *usage, bool verbose) {
   return 0;
 }
 
+/* samples.folded, else the newest regular samples*.folded in `dir`: the session takes a new
+ * name (samples-1.folded) when one is taken, and a planted symlink is
+ * never what we wrote. */
 void print_sample_outputs(const char *dir) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/samples.folded", dir);
-  if (access(path, R_OK) == 0)
-    fprintf(stderr, "xptrace: samples %s (flamegraph.pl, speedscope), %s/samples.csv\n", path, dir);
-  else
-    fprintf(stderr, "xptrace: no samples written (%s missing)\n", path);
+  DIR *d = opendir(dir);
+  char best[NAME_MAX + 1] = "";
+  struct timespec best_t = {0, 0};
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (strncmp(e->d_name, "samples", 7) != 0 || n < 14 || strcmp(e->d_name + n - 7, ".folded") != 0)
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    bool plain = strcmp(e->d_name, "samples.folded") == 0; /* CPU time, the usual name */
+    bool have_plain = strcmp(best, "samples.folded") == 0;
+    bool newer = !best[0] || st.st_mtim.tv_sec > best_t.tv_sec ||
+                 (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec > best_t.tv_nsec);
+    if (plain || (!have_plain && newer)) {
+      snprintf(best, sizeof best, "%s", e->d_name);
+      best_t = st.st_mtim;
+    }
+  }
+  if (d)
+    closedir(d);
+  if (best[0]) {
+    size_t n = strlen(best) - 7;
+    fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv\n", dir, best, dir,
+            (int)n, best);
+  } else {
+    fprintf(stderr, "xptrace: no samples written in %s\n", dir);
+  }
 }
 
 void (*launch_on_fork)(int pid, void *ctx);
