@@ -26,9 +26,11 @@ static const char usage_main[] =
     "       xptrace sample [options] -- command [args...]\n"
     "       xptrace finish DIR...\n"
     "       xptrace avail\n"
+    "       xptrace causal [options] -- command [args...]\n"
     "       xptrace --help | --version\n"
     "run: run a program with XPTI tracing on and collectors loaded.\n"
     "sample: profile any program by sampling its call stacks (flame graph input).\n"
+    "causal: which source line, made faster, would make the program faster.\n"
     "finish: write the traces of recordings a killed or crashed program left.\n"
     "'xptrace run --help' and 'xptrace sample --help' list the options, 'xptrace avail'\n"
     "the collectors and environment variables.\n";
@@ -47,6 +49,8 @@ int main(int argc, char **argv) {
     return cmd_finish(argc - 1, argv + 1);
   if (strcmp(sub, "avail") == 0)
     return cmd_avail(argc - 1, argv + 1);
+  if (strcmp(sub, "causal") == 0)
+    return cmd_causal(argc - 1, argv + 1);
   if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
     fputs(usage_main, stdout);
     return 0;

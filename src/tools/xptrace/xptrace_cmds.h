@@ -11,6 +11,8 @@ enum { EXIT_USAGE = 2, EXIT_CANNOT_RUN = 126, EXIT_NOT_FOUND = 127 };
 int cmd_run(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_avail(int argc, char **argv);
+/* xptrace causal (causal.c) */
+int cmd_causal(int argc, char **argv);
 /* xptrace finish DIR... */
 int cmd_finish(int argc, char **argv);
 /* Finish every recording under dir, printing each trace written;
