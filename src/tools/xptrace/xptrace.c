@@ -28,9 +28,11 @@ static const char usage_main[] =
     "       xptrace merge [-o OUT] DIR|TRACE...\n"
     "       xptrace report [options] PATH\n"
     "       xptrace avail\n"
+    "       xptrace causal [options] -- command [args...]\n"
     "       xptrace --help | --version\n"
     "run: run a program with XPTI tracing on and collectors loaded.\n"
     "sample: profile any program by sampling its call stacks (flame graph input).\n"
+    "causal: which source line, made faster, would make the program faster.\n"
     "finish: write the traces of recordings a killed or crashed program left.\n"
     "merge: one trace from the traces of many processes, runs or hosts.\n"
     "report: top functions, trace points, device time, counters of a run's output.\n"
@@ -55,6 +57,8 @@ int main(int argc, char **argv) {
     return cmd_report(argc - 1, argv + 1);
   if (strcmp(sub, "avail") == 0)
     return cmd_avail(argc - 1, argv + 1);
+  if (strcmp(sub, "causal") == 0)
+    return cmd_causal(argc - 1, argv + 1);
   if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
     fputs(usage_main, stdout);
     return 0;

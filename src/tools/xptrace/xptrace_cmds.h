@@ -13,6 +13,8 @@ int cmd_sample(int argc, char **argv);
 int cmd_avail(int argc, char **argv);
 /* xptrace report PATH (report.c) */
 int cmd_report(int argc, char **argv);
+/* xptrace causal (causal.c) */
+int cmd_causal(int argc, char **argv);
 /* xptrace finish DIR... */
 int cmd_finish(int argc, char **argv);
 /* Finish every recording under dir, printing each trace written;

@@ -1,0 +1,98 @@
+/* libxptrace_causal.so internals: the line table (causal_lines.c), the
+ * delays (causal_sync.c), progress points (causal_progress.c) and the
+ * experiments (causal.c).  See docs/causal.md. */
+#ifndef CAUSAL_INTERNAL_H
+#define CAUSAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <xptrace/causal.h>
+
+#define CAUSAL_API __attribute__((visibility("default")))
+
+/* ---- lines: address ranges -> source line ids --------------------------- */
+
+typedef struct {
+  uintptr_t lo, hi; /* [lo, hi) */
+  int32_t line;     /* index into causal_lines_t.names */
+} causal_range_t;
+
+typedef struct {
+  causal_range_t *ranges; /* sorted, disjoint */
+  size_t nranges;
+  char **names; /* "file:line", one per line id */
+  size_t nnames;
+} causal_lines_t;
+
+/* Every line of the in-scope binaries and sources; NULL when none (a
+ * message said why).  Built once, never freed while the program runs. */
+causal_lines_t *causal_lines_build(const char *binary_scope, const char *source_scope);
+/* The line id of `ip`, or -1.  Async-signal-safe. */
+int32_t causal_lines_find(const causal_lines_t *t, uintptr_t ip);
+/* The line id of "file:N" (file matched as a path suffix), or -1. */
+int32_t causal_lines_lookup(const causal_lines_t *t, const char *spec);
+
+/* ---- delays --------------------------------------------------------------- */
+
+typedef struct causal_thread {
+  _Atomic int64_t local_ns; /* delay this thread has paid or was excused */
+  int64_t blocked_at; /* global delay when it blocked */
+  atomic_int paying;
+  bool live;
+} causal_thread_t;
+
+extern _Atomic int64_t causal_global_ns; /* delay every thread owes in total */
+causal_thread_t *causal_self(void);
+/* Pay what this thread owes (sleep), outside a signal handler or in one. */
+void causal_catch_up(causal_thread_t *t);
+/* Start sampling the calling thread (its CPU-time timer). */
+void causal_thread_start(causal_thread_t *t);
+void causal_thread_stop(causal_thread_t *t);
+bool causal_sync_init(void);
+void causal_sync_resolve(void);
+int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/* ---- experiments (causal.c) ------------------------------------------------ */
+
+/* One sample of thread t at `pc`, `hits` periods: count, delay. */
+void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits);
+/* Whether new threads are sampled. */
+bool causal_exp_active(void);
+void causal_exp_forked(void);
+
+/* ---- progress points ------------------------------------------------------ */
+
+enum { CAUSAL_MAX_POINTS = 128 };
+typedef struct {
+  char name[128];
+  int type; /* XPTRACE_CAUSAL_THROUGHPUT / BEGIN / END */
+  coz_counter_t counter;
+} causal_point_t;
+
+extern causal_point_t causal_points[CAUSAL_MAX_POINTS];
+extern atomic_int causal_npoints;
+coz_counter_t *causal_point_get(int type, const char *name);
+
+/* ---- settings --------------------------------------------------------------- */
+
+typedef struct {
+  const char *dir;          /* XPTRACE_OUTPUT */
+  const char *line;         /* XPTRACE_CAUSAL_LINE: fixed line "file:N" */
+  int speedup;              /* XPTRACE_CAUSAL_SPEEDUP: fixed %, -1 random */
+  const char *source_scope; /* XPTRACE_CAUSAL_SOURCE_SCOPE glob */
+  const char *binary_scope; /* XPTRACE_CAUSAL_BINARY_SCOPE glob */
+  const char *progress;     /* XPTRACE_CAUSAL_PROGRESS stream:type,... */
+  long window_ms;           /* XPTRACE_CAUSAL_WINDOW_MS */
+  long max_experiments;     /* XPTRACE_CAUSAL_EXPERIMENTS, 0 unlimited */
+  double max_seconds;       /* XPTRACE_CAUSAL_DURATION, 0 unlimited */
+  long period_us;           /* XPTRACE_CAUSAL_PERIOD_US */
+} causal_cfg_t;
+extern causal_cfg_t causal_cfg;
+
+uint64_t causal_now_ns(void);
+
+#endif /* CAUSAL_INTERNAL_H */

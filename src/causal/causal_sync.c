@@ -1,0 +1,323 @@
+/* Sampling and delays.  Each thread samples itself: a POSIX timer on its
+ * own CPU-time clock (SIGEV_THREAD_ID) sends it SIGPROF every period.  The
+ * handler maps the interrupted address to a line (causal_lines_find, no
+ * library call), counts it, and when it is the selected line adds one
+ * delay (speedup x period) that every *other* thread owes; then the thread
+ * pays what it owes by sleeping (clock_nanosleep is async-signal-safe).
+ * Threads also pay before they block, and a thread woken by another
+ * (mutex, condition variable, join, semaphore, barrier) is excused the
+ * delays added while it slept: its waker paid them.  We chose the timer
+ * method over perf_event_open on the thread itself because it needs no
+ * perf_event_paranoid setting, works in containers and CI, and gives one
+ * sample per signal with the address in the ucontext. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "causal_internal.h"
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+_Atomic int64_t causal_global_ns;
+
+typedef struct {
+  causal_thread_t state;
+  timer_t timer;
+  bool has_timer;
+} thread_slot_t;
+
+static __thread thread_slot_t tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+static bool sampling_on;
+
+causal_thread_t *causal_self(void) { return &tls.state; }
+
+uint64_t causal_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void causal_catch_up(causal_thread_t *t) {
+  if (!t->live || atomic_exchange(&t->paying, 1))
+    return;
+  int64_t owed = atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
+                 atomic_load_explicit(&t->local_ns, memory_order_relaxed);
+  if (owed > 0) {
+    uint64_t t0 = causal_now_ns();
+    struct timespec ts = {owed / 1000000000, owed % 1000000000};
+    clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+    /* What was slept, overshoot included: the excess is credit. */
+    atomic_fetch_add_explicit(&t->local_ns, (int64_t)(causal_now_ns() - t0),
+                              memory_order_relaxed);
+  }
+  atomic_store(&t->paying, 0);
+}
+
+static void pre_block(causal_thread_t *t) {
+  causal_catch_up(t);
+  t->blocked_at = atomic_load_explicit(&causal_global_ns, memory_order_relaxed);
+}
+
+static void post_block(causal_thread_t *t, bool woken) {
+  if (woken && t->live)
+    atomic_fetch_add_explicit(&t->local_ns,
+                              atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
+                                  t->blocked_at,
+                              memory_order_relaxed);
+}
+
+static uintptr_t context_pc(void *uc) {
+  ucontext_t *c = uc;
+#if defined(__x86_64__)
+  return (uintptr_t)c->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)c->uc_mcontext.pc;
+#else
+  (void)c;
+  return 0;
+#endif
+}
+
+static void on_sample(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  int saved = errno;
+  causal_thread_t *t = &tls.state;
+  if (!t->live) {
+    errno = saved;
+    return;
+  }
+  int hits = 1 + (si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+  causal_exp_sample(t, context_pc(uc), hits);
+  causal_catch_up(t);
+  errno = saved;
+}
+
+void causal_thread_start(causal_thread_t *t) {
+  t->live = true;
+  if (!sampling_on)
+    return;
+  pthread_setspecific(exit_key, &tls);
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGPROF;
+  sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &tls.timer) != 0)
+    return;
+  tls.has_timer = true;
+  long ns = causal_cfg.period_us * 1000;
+  struct itimerspec its = {{ns / 1000000000, ns % 1000000000}, {ns / 1000000000, ns % 1000000000}};
+  timer_settime(tls.timer, 0, &its, NULL);
+}
+
+void causal_thread_stop(causal_thread_t *t) {
+  t->live = false;
+  if (tls.has_timer) {
+    tls.has_timer = false;
+    timer_delete(tls.timer);
+  }
+}
+
+static void thread_exit(void *p) {
+  (void)p;
+  causal_thread_stop(&tls.state);
+}
+
+static void atfork_child(void) {
+  /* Timers are not inherited and our thread is gone: the child runs
+   * unprofiled (an exec'd child profiles itself). */
+  tls.has_timer = false;
+  tls.state.live = false;
+  causal_exp_forked();
+}
+
+bool causal_sync_init(void) {
+  pthread_key_create(&exit_key, thread_exit);
+  pthread_atfork(NULL, NULL, atfork_child);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sample;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sampling_on = sigaction(SIGPROF, &sa, NULL) == 0;
+  return sampling_on;
+}
+
+/* ---- the program's threads and waits ------------------------------------- */
+
+#define REAL(name, type)                                                                     \
+  static type real_##name(void) {                                                            \
+    static _Atomic(type) fn;                                                                 \
+    type f = atomic_load_explicit(&fn, memory_order_acquire);                                \
+    if (!f) {                                                                                \
+      f = (type)dlsym(RTLD_NEXT, #name);                                                     \
+      atomic_store_explicit(&fn, f, memory_order_release);                                   \
+    }                                                                                        \
+    return f;                                                                                \
+  }
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*cond_fn)(pthread_cond_t *);
+typedef int (*join_fn)(pthread_t, void **);
+typedef int (*sem_fn)(sem_t *);
+typedef int (*sem_timed_fn)(sem_t *, const struct timespec *);
+typedef int (*barrier_fn)(pthread_barrier_t *);
+typedef void (*exit_fn)(void *);
+REAL(pthread_create, create_fn)
+REAL(pthread_mutex_lock, mutex_fn)
+REAL(pthread_mutex_unlock, mutex_fn)
+REAL(pthread_cond_wait, cond_wait_fn)
+REAL(pthread_cond_timedwait, cond_timedwait_fn)
+REAL(pthread_cond_signal, cond_fn)
+REAL(pthread_cond_broadcast, cond_fn)
+REAL(pthread_join, join_fn)
+REAL(sem_wait, sem_fn)
+REAL(sem_timedwait, sem_timed_fn)
+REAL(sem_post, sem_fn)
+REAL(pthread_barrier_wait, barrier_fn)
+REAL(pthread_exit, exit_fn)
+
+void causal_sync_resolve(void) {
+  real_pthread_create();
+  real_pthread_mutex_lock();
+  real_pthread_mutex_unlock();
+  real_pthread_cond_wait();
+  real_pthread_cond_timedwait();
+  real_pthread_cond_signal();
+  real_pthread_cond_broadcast();
+  real_pthread_join();
+  real_sem_wait();
+  real_sem_timedwait();
+  real_sem_post();
+  real_pthread_barrier_wait();
+  real_pthread_exit();
+}
+
+int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  return real_pthread_create()(th, attr, fn, arg);
+}
+
+typedef struct {
+  void *(*fn)(void *);
+  void *arg;
+  int64_t local_ns;
+  bool live;
+} start_t;
+
+static void *thread_main(void *p) {
+  start_t s = *(start_t *)p;
+  free(p);
+  /* The new thread starts even with its creator. */
+  atomic_store(&tls.state.local_ns, s.local_ns);
+  if (s.live)
+    causal_thread_start(&tls.state);
+  void *r = s.fn(s.arg);
+  causal_catch_up(&tls.state);
+  return r;
+}
+
+CAUSAL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg) {
+  start_t *s = malloc(sizeof *s);
+  if (!s)
+    return real_pthread_create()(th, attr, fn, arg);
+  causal_catch_up(&tls.state);
+  s->fn = fn;
+  s->arg = arg;
+  s->local_ns = atomic_load(&causal_global_ns);
+  s->live = causal_exp_active();
+  int rc = real_pthread_create()(th, attr, thread_main, s);
+  if (rc)
+    free(s);
+  return rc;
+}
+
+CAUSAL_API void pthread_exit(void *ret) {
+  causal_catch_up(&tls.state);
+  real_pthread_exit()(ret);
+  abort(); /* not reached */
+}
+
+CAUSAL_API int pthread_mutex_lock(pthread_mutex_t *m) {
+  pre_block(&tls.state);
+  int rc = real_pthread_mutex_lock()(m);
+  post_block(&tls.state, true);
+  return rc;
+}
+
+CAUSAL_API int pthread_mutex_unlock(pthread_mutex_t *m) {
+  causal_catch_up(&tls.state);
+  return real_pthread_mutex_unlock()(m);
+}
+
+CAUSAL_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+  pre_block(&tls.state);
+  int rc = real_pthread_cond_wait()(c, m);
+  post_block(&tls.state, true);
+  return rc;
+}
+
+CAUSAL_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                      const struct timespec *abstime) {
+  pre_block(&tls.state);
+  int rc = real_pthread_cond_timedwait()(c, m, abstime);
+  post_block(&tls.state, rc == 0); /* a timeout is no wake-up by another thread */
+  return rc;
+}
+
+CAUSAL_API int pthread_cond_signal(pthread_cond_t *c) {
+  causal_catch_up(&tls.state);
+  return real_pthread_cond_signal()(c);
+}
+
+CAUSAL_API int pthread_cond_broadcast(pthread_cond_t *c) {
+  causal_catch_up(&tls.state);
+  return real_pthread_cond_broadcast()(c);
+}
+
+CAUSAL_API int pthread_join(pthread_t th, void **ret) {
+  pre_block(&tls.state);
+  int rc = real_pthread_join()(th, ret);
+  post_block(&tls.state, rc == 0);
+  return rc;
+}
+
+CAUSAL_API int sem_wait(sem_t *s) {
+  pre_block(&tls.state);
+  int rc = real_sem_wait()(s);
+  post_block(&tls.state, rc == 0);
+  return rc;
+}
+
+CAUSAL_API int sem_timedwait(sem_t *s, const struct timespec *abstime) {
+  pre_block(&tls.state);
+  int rc = real_sem_timedwait()(s, abstime);
+  post_block(&tls.state, rc == 0);
+  return rc;
+}
+
+CAUSAL_API int sem_post(sem_t *s) {
+  causal_catch_up(&tls.state);
+  return real_sem_post()(s);
+}
+
+CAUSAL_API int pthread_barrier_wait(pthread_barrier_t *b) {
+  pre_block(&tls.state);
+  int rc = real_pthread_barrier_wait()(b);
+  post_block(&tls.state, true);
+  return rc;
+}

@@ -1,0 +1,272 @@
+/* xptrace causal: which line, made faster, would make the program faster
+ * (Coz's method, run inside the program by libxptrace_causal.so; see
+ * docs/causal.md).  One configuration runs like `sample`; several (many
+ * --line/--speedup values, --variants N) run one child after the other,
+ * each with its own environment, and the parent combines them. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "causal_report.h"
+#include "xpt_files.h"
+#include "xptrace_cmds.h"
+
+static const char usage_causal[] =
+    "usage: xptrace causal [options] -- command [args...]\n"
+    "       xptrace causal --report profile.coz\n"
+    "Causal profiling: experiments inside the program virtually speed up one source\n"
+    "line at a time and measure the effect on progress points (XPTRACE_PROGRESS,\n"
+    "COZ_PROGRESS, latency points, or XPTI trace points with --progress).  Writes\n"
+    "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n"
+    "  -l, --line FILE:N        experiment on this line only (repeat: one variant each)\n"
+    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 (repeat: one\n"
+    "                           variant each); alternates with 0 %% (the baseline)\n"
+    "      --variants N         run each configuration N times, one process each\n"
+    "      --source-scope GLOB  lines of these source files only (default: all but /usr/)\n"
+    "      --binary-scope GLOB  lines of these binaries only (default: the executable)\n"
+    "      --window MS          length of one experiment (default 500)\n"
+    "      --experiments N      stop experimenting after N experiments per process\n"
+    "      --duration S         stop experimenting after S seconds per process\n"
+    "      --period US          sample period of each thread's CPU time (default 1000)\n"
+    "  -p, --progress STREAM:TYPE  count an XPTI trace point type on a stream\n"
+    "                           (e.g. opencl.graph:task_end) as a progress point\n"
+    "      --progress-function NAME  count entries of a function (not available yet)\n"
+    "      --report FILE        rank the experiments of a profile.coz and exit\n"
+    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
+    "  -v, --verbose            print the environment and command before running\n"
+    "  -h, --help               this help\n"
+    "Exit status: the command's (the first failing variant's); 128+N if it was killed\n"
+    "by signal N; 2 for bad usage; 127/126 if the command cannot be run.\n";
+
+enum { MAX_SET = 32 };
+
+static bool parse_num(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi)
+    return false;
+  *out = v;
+  return true;
+}
+
+static bool line_spec_ok(const char *s) {
+  const char *colon = strrchr(s, ':');
+  long n;
+  return colon && colon != s && parse_num(colon + 1, 1, INT32_MAX, &n);
+}
+
+/* profile.coz: every process's causal-<pid>.coz, in name order. */
+static int combine(const char *dir, char *profile, size_t len) {
+  struct dirent **names;
+  int n = scandir(dir, &names, NULL, alphasort);
+  if (n < 0)
+    return -1;
+  int out = xpt_create_file(dir, "profile.coz", profile, len);
+  int parts = 0;
+  for (int i = 0; i < n; ++i) {
+    const char *name = names[i]->d_name;
+    size_t m = strlen(name);
+    if (out >= 0 && strncmp(name, "causal-", 7) == 0 && m > 4 && strcmp(name + m - 4, ".coz") == 0) {
+      char path[PATH_MAX + 300];
+      snprintf(path, sizeof path, "%s/%s", dir, name);
+      int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      char buf[65536];
+      ssize_t r;
+      while (in >= 0 && (r = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)r) != r)
+          break;
+      if (in >= 0)
+        close(in);
+      ++parts;
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (out >= 0)
+    close(out);
+  return out < 0 ? -1 : parts;
+}
+
+static int report(const char *dir) {
+  char profile[PATH_MAX + 64];
+  int parts = combine(dir, profile, sizeof profile);
+  if (parts < 0) {
+    fprintf(stderr, "xptrace: cannot write %s/profile.coz: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  if (parts == 0) {
+    fprintf(stderr, "xptrace: no causal profile written (the program was not profiled)\n");
+    return 1;
+  }
+  return causal_report_write(profile, dir);
+}
+
+static int add_set(const char **set, int *n, const char *v, const char *what) {
+  if (*n >= MAX_SET)
+    return usage_error(usage_causal, "more than %d %s values", MAX_SET, what);
+  set[(*n)++] = v;
+  return 0;
+}
+
+int cmd_causal(int argc, char **argv) {
+  enum { OPT_VARIANTS = 256, OPT_SSCOPE, OPT_BSCOPE, OPT_WINDOW, OPT_EXPS, OPT_DURATION,
+         OPT_PERIOD, OPT_PFUNC, OPT_REPORT };
+  static const struct option longopts[] = {
+      {"line", required_argument, NULL, 'l'},
+      {"speedup", required_argument, NULL, 's'},
+      {"variants", required_argument, NULL, OPT_VARIANTS},
+      {"source-scope", required_argument, NULL, OPT_SSCOPE},
+      {"binary-scope", required_argument, NULL, OPT_BSCOPE},
+      {"window", required_argument, NULL, OPT_WINDOW},
+      {"experiments", required_argument, NULL, OPT_EXPS},
+      {"duration", required_argument, NULL, OPT_DURATION},
+      {"period", required_argument, NULL, OPT_PERIOD},
+      {"progress", required_argument, NULL, 'p'},
+      {"progress-function", required_argument, NULL, OPT_PFUNC},
+      {"report", required_argument, NULL, OPT_REPORT},
+      {"output", required_argument, NULL, 'o'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *lines[MAX_SET], *speedups[MAX_SET], *progress[MAX_SET];
+  int nlines = 0, nspeedups = 0, nprogress = 0, rc;
+  const char *sscope = NULL, *bscope = NULL, *window = NULL, *exps = NULL, *duration = NULL,
+             *period = NULL, *output = NULL;
+  long variants = 1, v;
+  bool verbose = false;
+  opterr = 0;
+  optind = 1;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "+:l:s:p:o:vh", longopts, NULL)) != -1) {
+    switch (opt) {
+    case 'l':
+      if (!line_spec_ok(optarg))
+        return usage_error(usage_causal, "line '%s' is not FILE:N", optarg);
+      if ((rc = add_set(lines, &nlines, optarg, "--line")))
+        return rc;
+      break;
+    case 's':
+      if (!parse_num(optarg, 0, 100, &v) || v % 5)
+        return usage_error(usage_causal, "speedup '%s' is not 0 to 100 in steps of 5", optarg);
+      if ((rc = add_set(speedups, &nspeedups, optarg, "--speedup")))
+        return rc;
+      break;
+    case 'p':
+      if (!strchr(optarg, ':') || strchr(optarg, ','))
+        return usage_error(usage_causal, "progress '%s' is not STREAM:TYPE", optarg);
+      if ((rc = add_set(progress, &nprogress, optarg, "--progress")))
+        return rc;
+      break;
+    case OPT_VARIANTS:
+      if (!parse_num(optarg, 1, 1000, &variants))
+        return usage_error(usage_causal, "variants '%s' is not a number from 1 to 1000", optarg);
+      break;
+    case OPT_SSCOPE: sscope = optarg; break;
+    case OPT_BSCOPE: bscope = optarg; break;
+    case OPT_WINDOW:
+      if (!parse_num(optarg, 10, 3600000, &v))
+        return usage_error(usage_causal, "window '%s' is not 10 to 3600000 ms", optarg);
+      window = optarg;
+      break;
+    case OPT_EXPS:
+      if (!parse_num(optarg, 1, 1000000000, &v))
+        return usage_error(usage_causal, "experiments '%s' is not a positive number", optarg);
+      exps = optarg;
+      break;
+    case OPT_DURATION:
+      if (!parse_num(optarg, 1, 100000000, &v))
+        return usage_error(usage_causal, "duration '%s' is not a whole number of seconds", optarg);
+      duration = optarg;
+      break;
+    case OPT_PERIOD:
+      if (!parse_num(optarg, 100, 1000000, &v))
+        return usage_error(usage_causal, "period '%s' is not 100 to 1000000 us", optarg);
+      period = optarg;
+      break;
+    case OPT_PFUNC:
+      return usage_error(usage_causal,
+                         "--progress-function needs the function hooks, not in this build");
+    case OPT_REPORT: return causal_report_write(optarg, NULL);
+    case 'o': output = optarg; break;
+    case 'v': verbose = true; break;
+    case 'h': fputs(usage_causal, stdout); return 0;
+    case ':': return usage_error(usage_causal, "option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error(usage_causal, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return usage_error(usage_causal, "missing command");
+  char lib[PATH_MAX + 64];
+  lib_path("libxptrace_causal.so", lib, sizeof lib);
+  if (access(lib, R_OK) != 0)
+    return usage_error(usage_causal, "causal profiler not installed: %s: %s", lib, strerror(errno));
+  char **command = &argv[optind];
+  if ((rc = command_check(command[0])) != 0)
+    return rc;
+  char dir[PATH_MAX];
+  if ((rc = output_dir_prepare(usage_causal, output, command[0], dir, sizeof dir)))
+    return rc;
+
+  set_env(verbose, "XPTRACE_OUTPUT", dir);
+  const char *preload = getenv("LD_PRELOAD");
+  char *joined = NULL;
+  if (preload && *preload && asprintf(&joined, "%s:%s", lib, preload) > 0) {
+    set_env(verbose, "LD_PRELOAD", joined);
+    free(joined);
+  } else {
+    set_env(verbose, "LD_PRELOAD", lib);
+  }
+  const struct { const char *name, *value; } plain[] = {
+      {"XPTRACE_CAUSAL_SOURCE_SCOPE", sscope}, {"XPTRACE_CAUSAL_BINARY_SCOPE", bscope},
+      {"XPTRACE_CAUSAL_WINDOW_MS", window},    {"XPTRACE_CAUSAL_EXPERIMENTS", exps},
+      {"XPTRACE_CAUSAL_DURATION", duration},   {"XPTRACE_CAUSAL_PERIOD_US", period},
+  };
+  for (size_t i = 0; i < sizeof plain / sizeof *plain; ++i)
+    if (plain[i].value)
+      set_env(verbose, plain[i].name, plain[i].value);
+  if (nprogress) {
+    char list[4096] = "", dispatcher[PATH_MAX + 64];
+    for (int i = 0; i < nprogress; ++i)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "," : "", progress[i]);
+    lib_path("libxptifw.so", dispatcher, sizeof dispatcher);
+    set_env(verbose, "XPTRACE_CAUSAL_PROGRESS", list);
+    set_env(verbose, "XPTI_TRACE_ENABLE", "1");
+    set_env(verbose, "XPTI_FRAMEWORK_DISPATCHER", dispatcher);
+    set_env(verbose, "XPTI_SUBSCRIBERS", lib);
+  }
+
+  int nl = nlines ? nlines : 1, ns = nspeedups ? nspeedups : 1;
+  long total = (long)nl * ns * variants, k = 0;
+  int status = 0;
+  for (int i = 0; i < nl; ++i) {
+    for (int j = 0; j < ns; ++j) {
+      for (long r = 0; r < variants; ++r) {
+        /* Each variant's child gets its own environment. */
+        if (nlines)
+          set_env(verbose, "XPTRACE_CAUSAL_LINE", lines[i]);
+        if (nspeedups)
+          set_env(verbose, "XPTRACE_CAUSAL_SPEEDUP", speedups[j]);
+        if (total > 1)
+          fprintf(stderr, "xptrace: variant %ld/%ld%s%s%s%s\n", ++k, total,
+                  nlines ? " --line " : "", nlines ? lines[i] : "",
+                  nspeedups ? " --speedup " : "", nspeedups ? speedups[j] : "");
+        rc = launch_and_wait(command, verbose, NULL, NULL);
+        if (rc && !status)
+          status = rc;
+      }
+    }
+  }
+  fprintf(stderr, "xptrace: output in %s\n", dir);
+  report(dir);
+  return status;
+}
