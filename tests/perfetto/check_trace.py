@@ -32,7 +32,8 @@ the edge's source_uid) to an instant of its target node (uid =
 target_uid, edge_uid = the edge), never ending before it starts.
 Counters (TrackDescriptor.counter, TYPE_COUNTER events): --counters N
 (counter tracks with values), --counter NAME>=N (at least N tracks of that
-counter with values); always checked: a counter track's parent is
+counter with values), --main-thread NAME (every process's main thread,
+tid = pid, is described and named NAME); always checked: a counter track's parent is
 a described track, every counter event carries a value, and the counters
 that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
 perf_event totals) never decrease on their track.
@@ -125,6 +126,7 @@ class Summary:
         self.dropped = 0
         self.names = {}
         self.threads = set()
+        self.thread_names = {}  # (pid, tid) -> name
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
         self.annotated = 0
         self.dev_slices = []  # (lane name, begin, end)
@@ -352,6 +354,7 @@ def check_proto(proto_file, trace, args):
             th = one(td, "thread")
             if th:
                 s.threads.add((one(th, "pid"), one(th, "tid")))
+                s.thread_names[(one(th, "pid"), one(th, "tid"))] = one(th, "thread_name")
                 if not one(th, "thread_name"):
                     fail("thread %s has no name" % one(th, "tid"))
         # timestamp in MONOTONIC ns
@@ -547,6 +550,7 @@ def check_json(trace, args):
                     s.lanes[key] = e["args"]["name"]
                 elif e["tid"] < TID_LIMIT:
                     s.threads.add(key)
+                    s.thread_names[key] = e["args"]["name"]
             continue
         if e["tid"] < TID_LIMIT and ph in "BEi" and key not in thread_names and \
                 e.get("s") != "p":
@@ -715,6 +719,7 @@ def main():
     ap.add_argument("--process-name", action="append", default=[])
     ap.add_argument("--cross-flows", type=int)
     ap.add_argument("--counter", action="append", default=[])
+    ap.add_argument("--main-thread")
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -774,6 +779,10 @@ def main():
         if got != int(c):
             fail("expected %s processes named %r, found %d" % (c, n, got))
     check_samples(s, a)
+    if a.main_thread is not None:
+        mains = {k: v for k, v in s.thread_names.items() if k[0] == k[1]}
+        if not mains or any(v != a.main_thread for v in mains.values()):
+            fail("main threads named %s, expected %r" % (mains, a.main_thread))
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):
