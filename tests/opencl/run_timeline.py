@@ -87,8 +87,8 @@ for f in [events, counters] + ([samples] if SAMPLE else []):
 # The merged trace: every part, one process, the checker's invariants
 # (callstacks resolve, edges are flows source -> target, no false
 # nesting, counters that only grow never decrease).
-opts = ["--processes", "1", "--process-name", "cl_vadd=1", "--main-thread", "cl_vadd", "--edges", "4",
-        "--device-slices", "12", "--device-lanes", "1", "--device-flows", "4",
+opts = ["--processes", "1", "--process-name", "cl_vadd=1", "--main-thread", "cl_vadd",
+        "--edges", "4", "--device-slices", "12", "--device-lanes", "1", "--device-flows", "4",
         "--name", "clEnqueueNDRangeKernel=3",
         "--counter", "thread-cpu-time>=1", "--counter", "rss>=1", "--counter", "peak-rss>=1",
         "--counter", "task-clock>=1", "--counter", "page-faults>=1"]

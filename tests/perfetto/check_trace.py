@@ -39,7 +39,8 @@ that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
 perf_event totals) never decrease on their track.
 Samples (PerfSample packets of `xptrace sample`): every sample's callstack,
 frames, function names and mappings resolve on its sequence, its thread
-has a descriptor and its process one (when the trace describes processes); --perf-samples N, --min-perf-samples N, --sample-function
+has a descriptor and its process one (when the trace describes
+processes); --perf-samples N, --min-perf-samples N, --sample-function
 NAME>=PCT (NAME in at least PCT % of the samples' stacks).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse

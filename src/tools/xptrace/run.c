@@ -191,7 +191,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     }
     unsigned processes = 0;
     char merged[PATH_MAX + 300];
-    if (merge && n && xptrace_merge_session(dir, leaves, n, samples, merged, sizeof merged, &processes) == 0) {
+    if (merge && n &&
+        xptrace_merge_session(dir, leaves, n, samples, merged, sizeof merged, &processes) == 0) {
       if (processes > 1)
         fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
