@@ -11,7 +11,8 @@
  *   with bit 63 set, unique across runs by their producer (MPI messages);
  * - pids (and the tids of that process): kept, unless another process
  *   already has that pid (another host, a reused pid): then moved up by
- *   multiples of 2^22 (above any Linux pid);
+ *   multiples of 2^22 (above any Linux pid); a joining input's process
+ *   takes the pid its argument's own trace of that process got;
  * - the processes' global clock snapshots are left out: the merge writes
  *   one of its own first (MONOTONIC primary), since Perfetto wants the
  *   snapshots of one clock set in time order;
@@ -43,6 +44,13 @@ struct pid_map {
   int32_t old_pid, new_pid;
 };
 
+/* A process track's pid in the output, by argument: what a joining
+ * input's processes take. */
+struct pid_claim {
+  unsigned arg;
+  int32_t old_pid, new_pid;
+};
+
 struct merge {
   const struct pt_merge_opts *o;
   struct pt_merge_stats *st;
@@ -53,10 +61,15 @@ struct merge {
   /* every output pid in use (open addressing, 0 = free) */
   int32_t *pids_used;
   size_t pids_cap, pids_n;
+  struct pid_claim *claims;
+  size_t claims_n, claims_cap;
   char host[256];
   /* the current input */
   struct seq_out *seqs;
   size_t seqs_cap, seqs_n;
+  /* the current input: its argument, and whether it joins (pt_merge.h) */
+  unsigned arg;
+  bool joins;
   /* the current group */
   const char *group;
   uint64_t group_salt, flow_salt;
@@ -173,9 +186,23 @@ static int32_t map_pid_claim(struct merge *m, int32_t pid, bool claim) {
   if (!claim)
     return pid;
   int32_t out = pid;
-  while (pid_used(m, out, false) && out <= INT32_MAX - PID_STEP)
-    out += PID_STEP;
-  pid_used(m, out, true);
+  bool joined = false;
+  for (size_t i = 0; m->joins && i < m->claims_n && !joined; i++)
+    if (m->claims[i].arg == m->arg && m->claims[i].old_pid == pid)
+      out = m->claims[i].new_pid, joined = true;
+  if (!joined) {
+    while (pid_used(m, out, false) && out <= INT32_MAX - PID_STEP)
+      out += PID_STEP;
+    pid_used(m, out, true);
+    if (m->claims_n == m->claims_cap) {
+      size_t cap = m->claims_cap ? m->claims_cap * 2 : 16;
+      struct pid_claim *c = realloc(m->claims, cap * sizeof *c);
+      if (c)
+        m->claims = c, m->claims_cap = cap;
+    }
+    if (m->claims_n < m->claims_cap)
+      m->claims[m->claims_n++] = (struct pid_claim){m->arg, pid, out};
+  }
   if (m->gpids_n == m->gpids_cap) {
     size_t cap = m->gpids_cap ? m->gpids_cap * 2 : 8;
     struct pid_map *p = realloc(m->gpids, cap * sizeof *p);
@@ -185,6 +212,8 @@ static int32_t map_pid_claim(struct merge *m, int32_t pid, bool claim) {
     m->gpids_cap = cap;
   }
   m->gpids[m->gpids_n++] = (struct pid_map){pid, out};
+  if (joined)
+    return out; /* the process another input of the argument described */
   m->st->processes++;
   if (out != pid) {
     m->st->pids_moved++;
@@ -581,6 +610,8 @@ int pt_merge(const struct pt_merge_input *in, size_t n, int fd, const struct pt_
         o->time_map(o->ctx, in[i].group, &m.fn, &m.fn_ctx);
     }
     m.flow_salt = in[i].arg ? mix64(0x5851f42d4c957f2dULL * in[i].arg) : 0;
+    m.arg = in[i].arg;
+    m.joins = in[i].joins;
     st->inputs++;
     int rc = merge_one(&m, &in[i]);
     if (rc > 0) {
@@ -598,6 +629,7 @@ int pt_merge(const struct pt_merge_input *in, size_t n, int fd, const struct pt_
   }
   free(m.out.data);
   free(m.pids_used);
+  free(m.claims);
   free(m.seqs);
   free(m.gpids);
   return result;

@@ -20,6 +20,12 @@ struct pt_merge_input {
   const char *path;
   const char *group;
   unsigned arg;
+  /* A trace of processes that other inputs of its argument describe
+   * (the samples trace `xptrace run --sample` writes at the run's top):
+   * its process tracks take the pid those inputs' got, never a moved
+   * one, so its samples and threads land on the same process.  Give
+   * such inputs after the others of their argument. */
+  bool joins;
 };
 
 /* A per-process time mapping, applied to every timestamp of a group (ns

@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", in);
-  struct pt_merge_input inputs[2] = {{path, "/a", 0}, {path, "/b", 1}};
+  struct pt_merge_input inputs[2] = {{path, "/a", 0, false}, {path, "/b", 1, false}};
   struct pt_merge_opts o = {.warn = no_warn};
   struct pt_merge_stats st;
   if (pt_merge(inputs, 2, out, &o, &st) >= 0) {

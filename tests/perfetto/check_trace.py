@@ -31,13 +31,16 @@ the trace is a flow from an event of its source node (annotation uid =
 the edge's source_uid) to an instant of its target node (uid =
 target_uid, edge_uid = the edge), never ending before it starts.
 Counters (TrackDescriptor.counter, TYPE_COUNTER events): --counters N
-(counter tracks with values); always checked: a counter track's parent is
+(counter tracks with values), --counter NAME>=N (at least N tracks of that
+counter with values), --main-thread NAME (every process's main thread,
+tid = pid, is described and named NAME); always checked: a counter track's parent is
 a described track, every counter event carries a value, and the counters
 that only grow (MONOTONIC_COUNTERS: CPU time, switches, faults, peak RSS,
 perf_event totals) never decrease on their track.
 Samples (PerfSample packets of `xptrace sample`): every sample's callstack,
-frames, function names and mappings resolve on its sequence, and its thread
-has a descriptor; --perf-samples N, --min-perf-samples N, --sample-function
+frames, function names and mappings resolve on its sequence, its thread
+has a descriptor and its process one (when the trace describes
+processes); --perf-samples N, --min-perf-samples N, --sample-function
 NAME>=PCT (NAME in at least PCT % of the samples' stacks).
 Prints a one-line summary; exits 1 with a reason on the first failure."""
 import argparse
@@ -124,12 +127,14 @@ class Summary:
         self.dropped = 0
         self.names = {}
         self.threads = set()
+        self.thread_names = {}  # (pid, tid) -> name
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
         self.annotated = 0
         self.dev_slices = []  # (lane name, begin, end)
         self.lanes = {}  # lane key -> name
         self.dev_flows = 0
         self.counters = {}  # counter track uuid -> [(ts, value)]
+        self.counter_names = {}  # counter track uuid -> name
         self.processes = {}  # pid -> process name
         self.cross_flows = 0  # flows between tracks of two processes
         self.perf_samples = 0
@@ -254,6 +259,8 @@ def check_samples(s, a):
     for pid, tid in s.sample_threads:
         if (pid, tid) not in s.threads:
             fail("samples of thread %d (pid %d) without its thread descriptor" % (tid, pid))
+        if s.processes and pid not in s.processes:
+            fail("samples of pid %d, a process with no descriptor" % pid)
     for spec in a.sample_function:
         n, pct = spec.rsplit(">=", 1)
         got = 100.0 * s.sample_incl.get(n, 0) / max(s.perf_samples, 1)
@@ -348,6 +355,7 @@ def check_proto(proto_file, trace, args):
             th = one(td, "thread")
             if th:
                 s.threads.add((one(th, "pid"), one(th, "tid")))
+                s.thread_names[(one(th, "pid"), one(th, "tid"))] = one(th, "thread_name")
                 if not one(th, "thread_name"):
                     fail("thread %s has no name" % one(th, "tid"))
         # timestamp in MONOTONIC ns
@@ -489,6 +497,7 @@ def check_counter_event(s, tracks, track, ts, te):
         fail("counter event without a value on %r" % one(tdesc, "name"))
     vals = s.counters.setdefault(track, [])
     name = one(tdesc, "name")
+    s.counter_names[track] = name
     if vals and name in MONOTONIC_COUNTERS and v < vals[-1][1]:
         fail("counter %r (track %s) decreases: %s after %s" % (name, track, v, vals[-1][1]))
     vals.append((ts, v))
@@ -542,6 +551,7 @@ def check_json(trace, args):
                     s.lanes[key] = e["args"]["name"]
                 elif e["tid"] < TID_LIMIT:
                     s.threads.add(key)
+                    s.thread_names[key] = e["args"]["name"]
             continue
         if e["tid"] < TID_LIMIT and ph in "BEi" and key not in thread_names and \
                 e.get("s") != "p":
@@ -709,6 +719,8 @@ def main():
     ap.add_argument("--processes", type=int)
     ap.add_argument("--process-name", action="append", default=[])
     ap.add_argument("--cross-flows", type=int)
+    ap.add_argument("--counter", action="append", default=[])
+    ap.add_argument("--main-thread")
     a = ap.parse_args()
     if a.format == "proto":
         if len(a.files) != 2:
@@ -722,6 +734,11 @@ def main():
            s.open, s.dropped, len(s.threads), len(s.counters)))
     if a.counters is not None and len(s.counters) != a.counters:
         fail("expected %d counter tracks, found %d" % (a.counters, len(s.counters)))
+    for spec in a.counter:
+        n, c = spec.rsplit(">=", 1)
+        got = sum(1 for t, v in s.counters.items() if v and s.counter_names.get(t) == n)
+        if got < int(c):
+            fail("expected at least %s counter tracks %r with values, found %d" % (c, n, got))
     if s.perf_samples:
         print("check_trace: perf_samples=%d" % s.perf_samples)
     if s.unmatched:
@@ -763,6 +780,10 @@ def main():
         if got != int(c):
             fail("expected %s processes named %r, found %d" % (c, n, got))
     check_samples(s, a)
+    if a.main_thread is not None:
+        mains = {k: v for k, v in s.thread_names.items() if k[0] == k[1]}
+        if not mains or any(v != a.main_thread for v in mains.values()):
+            fail("main threads named %s, expected %r" % (mains, a.main_thread))
     for spec in a.name:
         n, c = spec.rsplit("=", 1)
         if s.names.get(n, 0) != int(c):

@@ -3,9 +3,11 @@
 
   check_report.py XPTRACE SRC_DIR OUT_DIR CASE [--regen]
   check_report.py XPTRACE SRC_DIR OUT_DIR real PROGRAM
+  check_report.py XPTRACE SRC_DIR OUT_DIR real_windows PROGRAM (tests/perfetto/pt_windows.c)
 
-Fixtures: run_a.textproto and run_b.textproto (README.md derives every
-number), encoded with `protoc --encode` through report_fixture.proto.
+Fixtures: run_a.textproto, run_b.textproto and run_w.textproto (a
+--periods run; README.md derives every number), encoded with `protoc
+--encode` through report_fixture.proto.
 A case runs the report in OUT_DIR (relative paths, so the output does
 not depend on the build folder) and compares its output with
 expected/<case>.<ext> byte for byte; --regen rewrites the expected file
@@ -39,6 +41,9 @@ CASES = {
     "folder": (["folder"], "folder.txt"),
     # the merged trace reads as its processes do (first line aside)
     "merged": (["folder/trace.perfetto-trace"], "folder.txt"),
+    # a --periods run: the windows are a section of their own, not trace points
+    "windows": (["W"], "windows.txt"),
+    "windows_json": (["--format", "json", "W"], "windows_json.json"),
 }
 
 
@@ -71,6 +76,7 @@ def prepare():
     os.makedirs(OUT, exist_ok=True)
     encode("run_a", os.path.join(OUT, "a.perfetto-trace"))
     encode("run_b", os.path.join(OUT, "b.perfetto-trace"))
+    encode("run_w", os.path.join(OUT, "w.perfetto-trace"))
     # A folder as `run` leaves it: a folder per process, their merged trace
     # at the top (skipped: the processes are below), a file that is not a trace.
     folder = os.path.join(OUT, "folder")
@@ -88,7 +94,8 @@ def prepare():
 
 def run_case(case):
     args, expected = CASES[case]
-    args = [{"A": "a.perfetto-trace", "B": "b.perfetto-trace"}.get(a, a) for a in args]
+    args = [{"A": "a.perfetto-trace", "B": "b.perfetto-trace", "W": "w.perfetto-trace"}.get(a, a)
+            for a in args]
     out, err = report(args)
     if err:
         fail("%s: unexpected stderr: %s" % (case, err))
@@ -183,9 +190,50 @@ def real(program):
     print("check_report: real: %d trace points agree with the stats collector" % checked)
 
 
+def real_windows(program):
+    """xptrace run --periods on pt_windows.c: the report's windows section
+    has the run's 2 windows, each open at least its 0.15 s; the window
+    slices are no trace points, and the others' counts are the stats
+    collector's."""
+    d = os.path.join(OUT, "real_windows")
+    shutil.rmtree(d, ignore_errors=True)
+    r = subprocess.run([XPTRACE, "run", "-o", d, "--periods", "realtime:0.1:0.15:2", "--",
+                        program, "0.6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        fail("xptrace run: exit %d: %s" % (r.returncode, r.stderr.decode()))
+    rep = json.loads(report(["--format", "json", "--top", "0", d])[0])
+    win = rep["windows"]["rows"]
+    if len(win) != 1 or win[0]["windows"] != 2 or win[0]["min"] < 150000000 or \
+            win[0]["open"] != win[0]["min"] + win[0]["max"]:
+        fail("real_windows: windows %s" % win)
+    points = {(p["name"], p["category"]): p["count"] for p in rep["points"]["rows"]}
+    if any(c == "xptrace.windows" for _, c in points):
+        fail("real_windows: windows counted as trace points: %s" % points)
+    found = [os.path.join(r_, "stats.json") for r_, _, fs in os.walk(d) if "stats.json" in fs]
+    stats = json.load(open(found[0]))
+    checked = 0
+    for row in stats["rows"]:
+        if row.get("kind") != "span" or row["stream"] == "xptrace.windows":
+            continue
+        if points.get((row["name"], row["stream"]), 0) != row["count"]:
+            fail("real_windows: %s: report %s, stats %d" %
+                 (row["name"], points.get((row["name"], row["stream"])), row["count"]))
+        checked += 1
+    if checked != 2:
+        fail("real_windows: %d trace points compared, not 2" % checked)
+    text = report([d])[0]
+    if "\nTime windows (--periods)\n" not in text or "\nwindows 2, open " not in text:
+        fail("real_windows: no windows section in the text report:\n" + text)
+    print("check_report: real_windows: 2 windows, %d ns open" % win[0]["open"])
+
+
 if CASE == "real":
     os.makedirs(OUT, exist_ok=True)
     real(sys.argv[5])
+    sys.exit(0)
+if CASE == "real_windows":
+    os.makedirs(OUT, exist_ok=True)
+    real_windows(sys.argv[5])
     sys.exit(0)
 prepare()
 if CASE == "bad":

@@ -45,7 +45,7 @@ static bool has_suffix(const char *name) {
   return n > k && strcmp(name + n - k, SUFFIX) == 0;
 }
 
-static int add_input(struct inputs *in, const char *path, unsigned arg) {
+static int add_input(struct inputs *in, const char *path, unsigned arg, bool joins) {
   char real[PATH_MAX];
   if (in->skip && realpath(path, real) && strcmp(real, in->skip) == 0)
     return 0;
@@ -68,7 +68,7 @@ static int add_input(struct inputs *in, const char *path, unsigned arg) {
     *slash = '\0';
   else
     strcpy(g, ".");
-  in->v[in->n++] = (struct pt_merge_input){p, g, arg};
+  in->v[in->n++] = (struct pt_merge_input){p, g, arg, joins};
   return 0;
 }
 
@@ -94,7 +94,7 @@ static int walk(struct inputs *in, const char *dir, int depth, unsigned arg, boo
     } else if (S_ISREG(st.st_mode) && has_suffix(e->d_name)) {
       if (depth > 0)
         *deeper = true;
-      rc = add_input(in, path, arg);
+      rc = add_input(in, path, arg, false);
     }
   }
   closedir(d);
@@ -107,6 +107,8 @@ static int strcmp_ptr(const void *a, const void *b) {
 
 static int cmp_input(const void *a, const void *b) {
   const struct pt_merge_input *x = a, *y = b;
+  if (x->joins != y->joins)
+    return x->joins ? 1 : -1; /* after the traces of their processes */
   int c = strcmp(x->group, y->group);
   if (c)
     return c;
@@ -134,6 +136,9 @@ static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
         free((char *)in->v[i].path);
         free((char *)in->v[i].group);
       } else {
+        /* another trace at the top (the run's samples trace) describes
+         * the processes of the subfolders: it joins them */
+        in->v[i].joins = strcmp(in->v[i].group, dir) == 0;
         in->v[k++] = in->v[i];
       }
     }
@@ -313,7 +318,7 @@ int cmd_merge(int argc, char **argv) {
     }
     size_t before = in.n;
     int rc = S_ISDIR(st.st_mode) ? add_dir(&in, argv[i], (unsigned)(i - optind))
-                                 : add_input(&in, argv[i], (unsigned)(i - optind));
+                                 : add_input(&in, argv[i], (unsigned)(i - optind), false);
     if (rc == -1) {
       fprintf(stderr, "xptrace: merge: out of memory\n");
       inputs_free(&in);
@@ -395,8 +400,8 @@ size_t xptrace_session_dirs(const char *dir, const char *token, char ***out) {
   return n;
 }
 
-int xptrace_merge_session(const char *dir, char **leaves, size_t n, char *path, size_t len,
-                          unsigned *processes) {
+int xptrace_merge_session(const char *dir, char **leaves, size_t n, const char *samples,
+                          char *path, size_t len, unsigned *processes) {
   struct inputs in = {0};
   path[0] = '\0';
   *processes = 0;
@@ -406,6 +411,10 @@ int xptrace_merge_session(const char *dir, char **leaves, size_t n, char *path, 
       inputs_free(&in);
       return 1;
     }
+  }
+  if (samples && samples[0] && add_input(&in, samples, 0, true) != 0) {
+    inputs_free(&in);
+    return 1;
   }
   if (in.n == 0)
     return 1;

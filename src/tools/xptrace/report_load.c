@@ -113,8 +113,11 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
     return -1;
   }
   int rc = 0;
+  size_t below = 0; /* traces found in the subfolders */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n; i++) {
+      if (pass == 1 && i == 0)
+        below = *files;
       const char *name = list[i]->d_name;
       char path[4096];
       struct stat st;
@@ -126,8 +129,8 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
         if (load_dir(m, path, depth + 1, true, files) < 0)
           rc = -1;
       } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
-        if (!top_too && *files)
-          continue; /* a merged trace of the processes below */
+        if (!top_too && below && (!strncmp(name, "trace", 5) || !strncmp(name, "merged", 6)))
+          continue; /* a merged trace of the processes below (a samples trace is read) */
         ++*files;
         if (rp_load_trace(m, path) < 0)
           rc = -1;

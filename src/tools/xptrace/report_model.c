@@ -165,6 +165,7 @@ void rp_model_free(struct rp_model *m) {
   free(m->counters);
   free(m->threads);
   free(m->procs);
+  free(m->windows);
   free(m->tracks);
   free(m->ev);
   free(m->samples);
@@ -319,7 +320,8 @@ bool rp_select_name(const struct rp_select *sel, const char *name) {
 }
 
 struct rp_build {
-  struct rp_map points, devices, funcs, threads, procs;
+  struct rp_map points, devices, funcs, threads, procs, windows;
+  uint32_t windows_cat; /* RP_WINDOWS_STREAM */
 };
 
 /* The row of key in the array *arr of *n rows (added as *init when new). */
@@ -399,6 +401,17 @@ static void slice_done(struct rp_model *m, struct rp_build *b, const struct rp_t
                        const struct rp_open *o, uint64_t end, size_t depth) {
   uint64_t dur = end - o->ts;
   uint64_t self = dur > o->child ? dur - o->child : 0;
+  if (t->kind == RP_TRACK_THREAD && o->cat && o->cat == b->windows_cat) { /* not a trace point */
+    struct rp_window *w = ROW(m, m->windows, m->nwindows, &b->windows, (uint64_t)(uint32_t)t->pid,
+                              {.pid = t->pid, .min = UINT64_MAX});
+    if (w) {
+      w->n++;
+      w->total += dur;
+      w->min = dur < w->min ? dur : w->min;
+      w->max = dur > w->max ? dur : w->max;
+    }
+    return;
+  }
   if (t->kind == RP_TRACK_THREAD) {
     struct rp_thread *th = thread_row(m, b, t->pid, t->tid);
     if (th) {
@@ -539,6 +552,7 @@ static void samples_aggregate(struct rp_model *m, struct rp_build *b, const stru
 bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   struct rp_build b;
   memset(&b, 0, sizeof(b));
+  b.windows_cat = rp_str(&m->s, RP_WINDOWS_STREAM);
   tracks_settle(m);
   if (m->nev > 1)
     qsort(m->ev, m->nev, sizeof(*m->ev), ev_cmp);
@@ -606,6 +620,7 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   map_free(&b.funcs);
   map_free(&b.threads);
   map_free(&b.procs);
+  map_free(&b.windows);
   return !m->oom;
 }
 

@@ -85,6 +85,12 @@ struct rp_thread {
   uint64_t busy;        /* time inside top-level slices */
   uint64_t first, last; /* first and last event */
 };
+struct rp_window { /* the time windows of a process (xptrace run --periods) */
+  int32_t pid;
+  uint64_t n, total, min, max;
+};
+/* The stream of the window slices (docs/xptrace.md, --periods). */
+#define RP_WINDOWS_STREAM "xptrace.windows"
 struct rp_process {
   int32_t pid;
   uint32_t name;
@@ -125,6 +131,8 @@ struct rp_model {
   size_t nthreads;
   struct rp_process *procs;
   size_t nprocs;
+  struct rp_window *windows; /* slices of RP_WINDOWS_STREAM: not trace points */
+  size_t nwindows;
   uint64_t total_samples; /* selected */
   uint64_t unmatched_ends; /* ends without a begin */
   uint64_t unclosed;       /* begins never ended */

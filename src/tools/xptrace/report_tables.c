@@ -261,6 +261,42 @@ static void counters_table(const struct rp_model *m, const struct rp_select *sel
   }
 }
 
+/* The time windows (--periods) per process: what the run recorded. */
+static void windows_table(const struct rp_model *m, struct rp_table *t) {
+  rp_table_init(t, "windows", "Time windows (--periods)");
+  rp_table_col(t, "pid", RP_K_INT);
+  rp_table_col(t, "name", RP_K_STR);
+  rp_table_col(t, "windows", RP_K_INT);
+  rp_table_col(t, "open", RP_K_NS);
+  rp_table_col(t, "mean", RP_K_NS);
+  rp_table_col(t, "min", RP_K_NS);
+  rp_table_col(t, "max", RP_K_NS);
+  t->sort_col = 0;
+  uint64_t n = 0, open = 0;
+  for (size_t i = 0; i < m->nwindows; i++) {
+    const struct rp_window *w = &m->windows[i];
+    struct rp_cell *c = rp_table_row(t);
+    if (!c)
+      return;
+    uint32_t name = 0;
+    for (size_t k = 0; k < m->nprocs && !name; k++)
+      if (m->procs[k].pid == w->pid)
+        name = m->procs[k].name;
+    set(&c[0], w->pid);
+    set_s(&c[1], S(m, name));
+    set(&c[2], (double)w->n);
+    set(&c[3], (double)w->total);
+    set(&c[4], (double)(w->total / w->n));
+    set(&c[5], (double)w->min);
+    set(&c[6], (double)w->max);
+    n += w->n;
+    open += w->total;
+  }
+  char b1[32];
+  rp_fmt_ns(b1, sizeof b1, (double)open);
+  snprintf(t->note, sizeof t->note, "windows %llu, open %s", (unsigned long long)n, b1);
+}
+
 size_t rp_tables_build(const struct rp_model *m, const struct rp_select *sel,
                        struct rp_table *tables) {
   size_t n = 0;
@@ -270,6 +306,7 @@ size_t rp_tables_build(const struct rp_model *m, const struct rp_select *sel,
   counters_table(m, sel, &tables[n++]);
   processes_table(m, &tables[n++]);
   threads_table(m, &tables[n++]);
+  windows_table(m, &tables[n++]);
   return n;
 }
 

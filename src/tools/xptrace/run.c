@@ -168,7 +168,7 @@ static const char *run_mpi_rank(void) {
  * except for an MPI rank (the ranks share the folder: `xptrace merge`
  * joins them once all have ended). */
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
-                          const char *token) {
+                          const char *token, const char *samples) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
@@ -191,7 +191,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     }
     unsigned processes = 0;
     char merged[PATH_MAX + 300];
-    if (merge && n && xptrace_merge_session(dir, leaves, n, merged, sizeof merged, &processes) == 0) {
+    if (merge && n &&
+        xptrace_merge_session(dir, leaves, n, samples, merged, sizeof merged, &processes) == 0) {
       if (processes > 1)
         fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
@@ -236,13 +237,15 @@ static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid)
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
   counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
+  char samples[PATH_MAX + 64] = ""; /* the samples trace: the merge takes it too */
 #ifdef XPTRACE_HAVE_PERF
   if (r->sample) { /* the timer sampler's recordings (sample_timer.c), before the merge */
-    sample_timer_opts_t to = {.dir = r->dir, .demangle = true};
+    sample_timer_opts_t to = {.dir = r->dir, .demangle = true, .trace_path = samples,
+                              .trace_path_len = sizeof samples};
     sample_timer_report(&to);
   }
 #endif
-  print_outputs(r->dir, r->chosen, r->format, r->token);
+  print_outputs(r->dir, r->chosen, r->format, r->token, samples);
   if (r->sample)
     print_sample_outputs(r->dir);
 }

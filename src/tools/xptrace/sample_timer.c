@@ -449,7 +449,8 @@ int sample_timer_report(const sample_timer_opts_t *o) {
   double hz = o->hz > 0 ? o->hz : root->freq[root->clock_on[0] ? 0 : 1];
   xs_options_t so = {.dir = o->dir, .command = o->command ? o->command : program, .method = "timer",
                      .hz = hz, .depth = o->depth ? o->depth : root->depth, .demangle = o->demangle,
-                     .trace = true};
+                     .trace = true, .trace_path = o->trace_path,
+                     .trace_path_len = o->trace_path_len};
   xs_session_t *s = xs_session_new(&so);
   if (!s) {
     fprintf(stderr, "xptrace sample: out of memory\n");

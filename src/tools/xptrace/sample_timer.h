@@ -22,6 +22,8 @@ typedef struct sample_timer_opts {
   unsigned depth;      /* 0: as recorded */
   bool demangle;
   bool silent_if_none; /* no recording: return 1 without a word */
+  char *trace_path;    /* when set: gets the samples trace written ("" none) */
+  size_t trace_path_len;
 } sample_timer_opts_t;
 
 /* Read every recording under o->dir, write the results (samples.folded,

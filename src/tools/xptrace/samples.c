@@ -698,8 +698,11 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
       total += n;
     }
   char path[PATH_MAX + 64];
-  if (s->o.trace && s->nrecs && !xs_write_trace(s, path, sizeof path))
+  bool wrote = s->o.trace && s->nrecs && xs_write_trace(s, path, sizeof path);
+  if (s->o.trace && s->nrecs && !wrote)
     fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+  if (s->o.trace_path && s->o.trace_path_len)
+    snprintf(s->o.trace_path, s->o.trace_path_len, "%s", wrote ? path : "");
   if (m) {
     uint64_t cpu_samples = 0;
     for (size_t i = 0; i < s->nthreads; ++i)

@@ -31,6 +31,8 @@ typedef struct xs_options {
   bool demangle;       /* C++ names demangled (--no-demangle: false) */
   bool trace;          /* write samples.perfetto-trace */
   bool quiet_table;    /* no top-functions table, summary line only */
+  char *trace_path;    /* when set: gets the samples trace written ("" none) */
+  size_t trace_path_len;
 } xs_options_t;
 
 /* NULL when out of memory.  The strings of `o` must outlive the session. */

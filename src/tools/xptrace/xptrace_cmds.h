@@ -27,10 +27,11 @@ int cmd_merge(int argc, char **argv);
 /* The process folders of `xptrace run` session `token` in dir (sorted,
  * malloc'ed); their number. */
 size_t xptrace_session_dirs(const char *dir, const char *token, char ***out);
-/* Merge the traces of those folders into dir/trace.perfetto-trace (a new
- * name if taken); path gets it.  Returns 0, or 1 (said why). */
-int xptrace_merge_session(const char *dir, char **leaves, size_t n, char *path, size_t len,
-                          unsigned *processes);
+/* Merge the traces of those folders, and the run's samples trace when
+ * not NULL (it joins their processes), into dir/trace.perfetto-trace (a
+ * new name if taken); path gets it.  Returns 0, or 1 (said why). */
+int xptrace_merge_session(const char *dir, char **leaves, size_t n, const char *samples,
+                          char *path, size_t len, unsigned *processes);
 
 /* The collectors `run -c` knows, in the order of their index. */
 enum { NCOLLECTORS = 3 };
