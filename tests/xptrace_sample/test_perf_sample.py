@@ -170,6 +170,13 @@ elif mode == "trace":
                         "--sample-function", "long_spin>=40"], capture_output=True, text=True)
     print(p.stdout)
     c.check(p.returncode == 0, f"check_trace: {p.stdout} {p.stderr}")
+elif mode == "fp":
+    # --call-graph fp: the kernel's frame-pointer chains, no DWARF unwinder
+    # (it once crashed at the first exec record).
+    rc, out, err, st = sample("fp", work, "exit", opts=("--call-graph", "fp"))
+    c.check(rc == 3, f"exit status {rc}, expected the command's 3: {err}")
+    c.check("frame-pointer call chains" in err, f"no fp method line: {err}")
+    c.check(total(st) >= 50 and share(st, "main_spin") >= 95, f"fp: {st}")
 elif mode == "fallback":
     # Wall time needs the timer method: chosen with one line saying why.
     rc, out, err = xp("sample", "--clock", "realtime", "-o", "w", "--", "true")
