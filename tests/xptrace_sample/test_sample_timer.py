@@ -4,7 +4,8 @@ checked against the shape, however the program ended.
 
 usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
 MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
-      | blocked | sigprof | static | debian (xz, sort; exit 77 when missing)
+      | blocked | sigprof | static | refused (perf_event_open refused by seccomp)
+      | debian (xz, sort; exit 77 when missing)
 """
 import os
 import re
@@ -155,6 +156,31 @@ elif mode == "static":
     rc, out, err, st = timer("t", [static])
     c.check(rc == 0 and "static ok" in out, f"exit {rc}: {out}")
     c.check("is statically linked" in err and "--method perf" in err, f"static binary not said: {err}")
+
+elif mode == "refused":
+    # perf_event_open refused (a seccomp filter, as containers have): the
+    # default and --method perf both fall back to the timer method, with
+    # one line saying why.
+    no_perf = os.environ.get("XPTRACE_TEST_NO_PERF", "")
+    for name, method in (("d", ()), ("m", ("--method", "perf"))):
+        rc, so, err = run([no_perf, xptrace, "sample", *method, "-f", "1000", "-o", name, "--",
+                           work, "threads", "1"], cwd=scratch)
+        if rc == 77 and "seccomp filter refused" in err:
+            print(f"SKIP [{mode}]: {err.strip()}")
+            sys.exit(77)
+        st = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+        c.check(rc == 0, f"{method}: exit {rc}: {err}")
+        why = [line for line in err.splitlines() if "perf_event_open refused" in line]
+        c.check(len(why) == 1 and re.match(r"xptrace sample: perf_event_open refused \(Operation not permitted; "
+                                           r"kernel.perf_event_paranoid=-?\d+; a seccomp filter is on, as in containers\); "
+                                           r"using the timer method$", why[0]),
+                f"{method}: no single fallback line: {err}")
+        c.check("method timer" in err and inclusive(st, "heavy_work") > 0, f"{method}: not sampled by timer: {err}")
+        report_ok(err, name, "spin")
+    # --method timer never tries perf: nothing to say.
+    rc, so, err = run([no_perf, xptrace, "sample", "--method", "timer", "-o", "t", "--", work, "threads", "1"],
+                      cwd=scratch)
+    c.check(rc == 0 and "perf_event_open" not in err, f"--method timer: {rc} {err}")
 
 elif mode == "debian":
     # Real programs: xz's worker threads block every signal (said, with

@@ -329,6 +329,20 @@ static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu) {
   return (int)syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* A seccomp filter on us (containers): the likelier cause of a refusal
+ * when perf_event_paranoid allows the call. */
+static bool seccomp_filtered(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  long mode = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Seccomp: %ld", &mode) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return mode == 2;
+}
+
 bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   struct perf_event_attr a;
   make_attr(o, &a, false);
@@ -338,8 +352,9 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
     return true;
   }
   int err = errno;
-  snprintf(why, len, "perf_event_open refused (%s; kernel.perf_event_paranoid=%ld)", strerror(err),
-           read_sysctl("perf_event_paranoid", -9));
+  snprintf(why, len, "perf_event_open refused (%s; kernel.perf_event_paranoid=%ld%s)", strerror(err),
+           read_sysctl("perf_event_paranoid", -9),
+           seccomp_filtered() ? "; a seccomp filter is on, as in containers" : "");
   return false;
 }
 
