@@ -185,6 +185,9 @@ elif mode == "fallback":
     c.check(rc == 2 and "--method perf samples CPU time only" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")
     c.check(rc == 2 and "unknown call graph 'lbr'" in err, f"{rc} {err}")
+    # No sample at all: the reason is said, never "no samples written" alone.
+    rc, out, err = xp("sample", "--method", "perf", "-o", "t", "--", "true")
+    c.check(rc == 0 and "no samples: the program used" in err and "raise -f" in err, f"true: {rc} {err}")
 else:
     c.check(False, f"unknown mode {mode}")
 

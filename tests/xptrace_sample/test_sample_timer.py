@@ -156,6 +156,10 @@ elif mode == "static":
     rc, out, err, st = timer("t", [static])
     c.check(rc == 0 and "static ok" in out, f"exit {rc}: {out}")
     c.check("is statically linked" in err and "--method perf" in err, f"static binary not said: {err}")
+    if not SANITIZED:  # our sanitized library goes into our fixtures only
+        rc, out, err, st = timer("tr", ["true"])
+        c.check(rc == 0 and "no samples: the program used less CPU time than one sampling period (raise -f)"
+                in err, f"true: no reason for no samples: {err}")
 
 elif mode == "refused":
     # perf_event_open refused (a seccomp filter, as containers have): the

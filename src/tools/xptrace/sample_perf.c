@@ -511,8 +511,17 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies",
              o->stack_size / 1024);
   xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder};
-  if (s.session && nrings)
-    xs_session_finish(s.session, &ms);
+  if (s.session && nrings && xs_session_finish(s.session, &ms) == 0) {
+    /* Never "no samples" without a reason. */
+    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+    if (user < 1.0 / effective_hz(o))
+      fprintf(stderr, "xptrace sample: no samples: the program used %.3f s of user-space CPU time, less than one "
+              "sampling period (kernel time is not sampled; raise -f)\n", user);
+    else
+      fprintf(stderr, "xptrace sample: no samples: %llu lost, %llu throttled by the kernel "
+              "(kernel.perf_event_max_sample_rate; lower -f)\n", (unsigned long long)s.lost,
+              (unsigned long long)s.throttled);
+  }
   xs_session_free(s.session);
   unw_free(s.unw);
   free(s.pcs);
