@@ -4,8 +4,9 @@
  * usage: perf_work MODE [ARG]
  *   closefds      closes stdout and stderr, then works (main_spin)
  *   exit          works, then _exit(3)
- *   plugin PATH   dlopen PATH, 3 units in its plugin_spin, dlclose, then
- *                 1 unit in main_spin (plugin 75 %)
+ *   plugin PATH [FN]  dlopen PATH, 3 units in its FN (plugin_spin),
+ *                 dlclose, then 1 unit in main_spin (plugin 75 %); prints
+ *                 "closed" (flushed) after the dlclose
  *   deep N        recursion N frames deep, working at the bottom
  *   forkexec      forks a child that execs "perf_work child" (child_spin,
  *                 2 units) while the parent works (main_spin, 1 unit)
@@ -93,13 +94,16 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "plugin") == 0 && argc > 2) {
     void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
-    void (*fn)(long) = h ? (void (*)(long))dlsym(h, "plugin_spin") : NULL;
+    void (*fn)(long) = h ? (void (*)(long))dlsym(h, argc > 3 ? argv[3] : "plugin_spin") : NULL;
     if (!fn) {
       fprintf(stderr, "perf_work: %s\n", dlerror());
       return 1;
     }
     fn(6);
     dlclose(h);
+    /* A test may now replace the file (build ids). */
+    printf("closed\n");
+    fflush(stdout);
     main_spin(2L * UNIT);
     return 0;
   }
@@ -138,6 +142,6 @@ int main(int argc, char **argv) {
     printf("sigint=own\n");
     return 0;
   }
-  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH|deep N|forkexec|short N|sigint\n");
+  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N|sigint\n");
   return 2;
 }

@@ -5,6 +5,7 @@ usage: test_perf_sample.py MODE XPTRACE PERF_WORK PLUGIN CXX_WORK TESTS_DIR SCRA
 Exit 77 (skipped) where perf_event_open is refused."""
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,51 @@ elif mode == "plugin":
     mod = rows.get("plugin_spin", {}).get("module")
     c.check(mod == os.path.basename(plugin), f"plugin_spin module {mod}")
     c.check(complete(st) >= 99, f"plugin stacks not complete: {st}")
+elif mode == "nosym":
+    # A stripped plugin whose hot function is local (no symbol left):
+    # module+0xoffset, the offset inside that function in the file.
+    lib = os.path.join(scratch, "stripped.so")
+    shutil.copy(plugin, lib)
+    subprocess.run(["strip", "--strip-all", lib], check=True)
+    syms = {p[3]: (int(p[0], 16), int(p[1], 16)) for p in
+            (line.split() for line in subprocess.run(["nm", "-S", plugin], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()) if len(p) == 4}
+    start, size = syms["hidden_spin"]
+    # vaddr -> file offset through the PT_LOAD holding it
+    for line in subprocess.run(["readelf", "-lW", plugin], capture_output=True, text=True).stdout.splitlines():
+        f = line.split()
+        if f[:1] == ["LOAD"] and int(f[2], 16) <= start < int(f[2], 16) + int(f[5], 16):
+            start += int(f[1], 16) - int(f[2], 16)
+    rc, out, err, st = sample("n", work, "plugin", lib, "plugin_hidden")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    hits = 0
+    for f, k in st:
+        m = re.fullmatch(r"stripped\.so\+0x([0-9a-f]+)", f[-1])
+        hits += k if m and start <= int(m.group(1), 16) < start + size else 0
+    print(f"stripped.so+0x{start:x}..0x{start + size:x}: {100.0 * hits / max(total(st), 1):.1f}%")
+    c.check(abs(100.0 * hits / max(total(st), 1) - 75) <= 8, f"hidden_spin as module+0xoffset: {st}")
+    c.check(share(st, "plugin_hidden", False) >= 60, f"its caller plugin_hidden (in .dynsym): {st}")
+elif mode == "buildid":
+    # The plugin's file is replaced (same path, another build id) after
+    # the program unloaded it: no names read from the wrong file.
+    lib = os.path.join(scratch, "swap.so")
+    shutil.copy(plugin, lib)
+    data = bytearray(open(plugin, "rb").read())
+    notes = subprocess.run(["readelf", "-n", plugin], capture_output=True, text=True).stdout
+    bid = bytes.fromhex(notes.split("Build ID: ")[1].split()[0])
+    data[data.index(bid)] ^= 0xFF
+    with open(lib + ".new", "wb") as f:
+        f.write(data)
+    p = subprocess.Popen([xptrace, "sample", "-f", "1000", "-o", "b", "--", work, "plugin", lib], cwd=scratch,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # "closed": dlclose'd, still running
+    os.replace(lib + ".new", lib)
+    out, err = p.communicate(timeout=170)
+    st = read_folded(os.path.join(scratch, "b", "samples.folded")) or []
+    c.check(p.returncode == 0 and line == "closed\n", f"exit {p.returncode}: {line} {err}")
+    c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
+    c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
+    c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
 elif mode == "deep":
     # 200 frames of recursion without frame pointers: main in every stack.
     rc, out, err, st = sample("r", work, "deep", "200")
