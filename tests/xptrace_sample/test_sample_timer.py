@@ -4,7 +4,7 @@ checked against the shape, however the program ended.
 
 usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
 MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
-      | blocked | sigprof | static | refused (perf_event_open refused by seccomp)
+      | blocked | sigprof | static | cxx | refused (perf_event_open refused by seccomp)
       | debian (xz, sort; exit 77 when missing)
 """
 import os
@@ -160,6 +160,24 @@ elif mode == "static":
         rc, out, err, st = timer("tr", ["true"])
         c.check(rc == 0 and "no samples: the program used less CPU time than one sampling period (raise -f)"
                 in err, f"true: no reason for no samples: {err}")
+
+elif mode == "cxx":
+    # C++ names demangled, inlined calls as frames; --no-demangle keeps them.
+    cxx = os.environ.get("XPTRACE_TEST_CXX", "")
+    if not cxx:
+        print(f"SKIP [{mode}]: no C++ fixture (no C++ compiler)")
+        sys.exit(77)
+    rc, out, err, st = timer("x", [cxx, "4"], freq="1000")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    churn, step = "unsigned long shapes::churn<unsigned long>(long)", "shapes::Mixer<unsigned long>::step()"
+    c.check(inclusive(st, churn) >= 95 * total(st) / 100, f"{churn}: {st}")
+    inl = sum(w for f, w in st if len(f) > 2 and f[-1] == step and f[-2] == churn)
+    c.check(inl >= 0.3 * total(st), f"inlined {step} under {churn}: {st}")
+    rc, out, err = run([xptrace, "sample", "--method", "timer", "--no-demangle", "-f", "1000", "-o", "y", "--", cxx, "2"],
+                       cwd=scratch)
+    st = read_folded(os.path.join(scratch, "y", "samples.folded")) or []
+    names = {x for f, _ in st for x in f}
+    c.check("_ZN6shapes5churnImEET_l" in names and churn not in names, f"--no-demangle: {names}")
 
 elif mode == "refused":
     # perf_event_open refused (a seccomp filter, as containers have): the
