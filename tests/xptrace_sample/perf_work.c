@@ -13,7 +13,8 @@
  *   child         child_spin, 2 units
  *   short N       one long thread (long_spin) and N short threads
  *                 (short_spin), equal CPU in all
- *   sigint        its own SIGINT handler, checked after the work */
+ *   sigint        its own SIGINT handler, checked after the work
+ *   syscalls N    N million getppid() calls: CPU time mostly in the kernel */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,6 +90,11 @@ int main(int argc, char **argv) {
     main_spin(4L * UNIT);
     return 0;
   }
+  if (strcmp(mode, "syscalls") == 0 && argc > 2) {
+    for (long i = 0; i < atol(argv[2]) * 1000 * 1000; ++i)
+      syscall(SYS_getppid);
+    return 0;
+  }
   if (strcmp(mode, "exit") == 0) {
     main_spin(4L * UNIT);
     _exit(3);
@@ -142,6 +149,6 @@ int main(int argc, char **argv) {
     printf("sigint=own\n");
     return 0;
   }
-  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N|sigint\n");
+  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N|sigint|syscalls N\n");
   return 2;
 }

@@ -133,6 +133,16 @@ elif mode == "buildid":
     c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
     c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
     c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
+elif mode == "kernel":
+    # The command's own thread spends its CPU time in system calls: its
+    # CPU time (the events' counts) against its samples, said with the cause.
+    rc, out, err, st = sample("k", work, "syscalls", "2")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check(re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
+                      r"time was in the kernel", err), f"no diagnostic for the kernel time: {err}")
+    # A thread spinning in user space gets no such line.
+    rc, out, err, st = sample("u", work, "exit")
+    c.check("expected)" not in err, f"a diagnostic for a user-space thread: {err}")
 elif mode == "deep":
     # 200 frames of recursion without frame pointers: main in every stack.
     rc, out, err, st = sample("r", work, "deep", "200")

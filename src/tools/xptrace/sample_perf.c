@@ -30,6 +30,7 @@ typedef struct perf_state {
   const sample_perf_opts_t *o;
   uint64_t *pcs;
   uint64_t lost, throttled, cut;
+  uint64_t read_sum; /* cpu-clock ns of every READ record (inherited threads) */
 } perf_state_t;
 
 /* ---- records ------------------------------------------------------------ */
@@ -184,6 +185,7 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
       return;
     memcpy(ids, p, 8);
     memcpy(&v, p + 8, 8);
+    s->read_sum += v;
     xs_thread_exit(s->session, (pid_t)ids[0], (pid_t)ids[1], t, v);
     break;
   }
@@ -495,6 +497,14 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   }
   perf_child = 0;
   drain_all(&s, rings, nrings);
+  /* The command's own thread has no READ record (its events are not
+   * inherited ones): their counts hold the whole tree's time, so its
+   * share is what the READ records of the others leave. */
+  uint64_t tree = 0, v;
+  for (size_t i = 0; i < nrings; ++i)
+    tree += read(rings[i].fd, &v, sizeof v) == (ssize_t)sizeof v ? v : 0;
+  if (s.session && tree > s.read_sum)
+    xs_thread_exit(s.session, pid, pid, 0, tree - s.read_sum);
   for (size_t i = 0; i < nrings; ++i) {
     munmap(rings[i].meta, rings[i].map_size);
     close(rings[i].fd);
