@@ -30,7 +30,6 @@ typedef struct perf_state {
   const sample_perf_opts_t *o;
   uint64_t *pcs;
   uint64_t lost, throttled, cut;
-  uint64_t read_sum; /* cpu-clock ns of every READ record (inherited threads) */
 } perf_state_t;
 
 /* ---- records ------------------------------------------------------------ */
@@ -185,7 +184,6 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
       return;
     memcpy(ids, p, 8);
     memcpy(&v, p + 8, 8);
-    s->read_sum += v;
     xs_thread_exit(s->session, (pid_t)ids[0], (pid_t)ids[1], t, v);
     break;
   }
@@ -345,6 +343,29 @@ static bool seccomp_filtered(void) {
   return mode == 2;
 }
 
+/* The CPU time of the command's own thread, read when it has ended but
+ * is not reaped.  Its events are the originals, which give no READ record
+ * at exit (and may have been swapped with a thread's inherited ones at a
+ * context switch, so their counts are no guide). UINT64_MAX: unknown. */
+static uint64_t main_thread_cpu(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return UINT64_MAX;
+  buf[n] = '\0';
+  /* After "(comm)": state is field 3, utime and stime fields 14 and 15. */
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return UINT64_MAX;
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? (ut + st) * (1000000000ull / (unsigned long long)hz) : UINT64_MAX;
+}
+
 bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   struct perf_event_attr a;
   make_attr(o, &a, false);
@@ -481,6 +502,10 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   for (;;) {
+    siginfo_t si;
+    si.si_pid = 0;
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid && s.session)
+      xs_thread_exit(s.session, pid, pid, 0, main_thread_cpu(pid));
     pid_t w = wait4(pid, &status, WNOHANG, &ru);
     if (w == pid)
       break;
@@ -497,14 +522,6 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   }
   perf_child = 0;
   drain_all(&s, rings, nrings);
-  /* The command's own thread has no READ record (its events are not
-   * inherited ones): their counts hold the whole tree's time, so its
-   * share is what the READ records of the others leave. */
-  uint64_t tree = 0, v;
-  for (size_t i = 0; i < nrings; ++i)
-    tree += read(rings[i].fd, &v, sizeof v) == (ssize_t)sizeof v ? v : 0;
-  if (s.session && tree > s.read_sum)
-    xs_thread_exit(s.session, pid, pid, 0, tree - s.read_sum);
   for (size_t i = 0; i < nrings; ++i) {
     munmap(rings[i].meta, rings[i].map_size);
     close(rings[i].fd);
