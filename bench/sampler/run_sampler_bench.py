@@ -158,8 +158,11 @@ def run(b, a):
              ("xptrace timer", lambda hz, *x, **k: b.xp("timer", hz, *x, **k)),
              ("perf record", lambda hz, *x, **k: b.perf(hz, *x))]
     print("### Shapes (shares of samples in %, leaf function)\n")
+    if not shutil.which("perf"):  # Debian: linux-perf
+        tools.pop()
+        print("(perf record left out: `perf` is not installed)\n")
     print("| program | target | %s |" % " | ".join(t for t, _ in tools))
-    print("|---|---|---|---|---|")
+    print("|---|---|---|" + "---|" * (len(tools) - 1))
     # 40/30/20/10: about 2.5 CPU-s per 100 units; more at 100 Hz for enough samples.
     for hz, units in ((100, 40 if q else 400), (1000, 20 if q else 100)):
         cells, worst = [], []
@@ -193,35 +196,44 @@ def run(b, a):
         cells.append("main %.1f%%%s" % (incl(r, "main"), ", " + trunc if trunc else ""))
     print("| recursion 200 frames deep, default depth | main 100%% | %s |" % " | ".join(cells))
 
-    # Rate and overhead on one thread spinning: medians of a.runs.
+    # Rate and overhead on one thread spinning: each sampled run next to an
+    # unsampled one just before it (the machine's speed drifts), medians of
+    # the ratios over a.runs pairs.
     units = "8" if q else "40"
     bare = [timed([b.shapes, "spin", units], b.scratch) for _ in range(a.runs)]
     bare_wall = statistics.median(w for w, _, _ in bare)
     bare_cpu = statistics.median(c for _, c, _ in bare)
-    print("\n### Rate and overhead (one thread spinning %.2f CPU-s; median of %d)\n" % (bare_cpu, a.runs))
-    print("Samples per CPU-second of the program; wall and CPU of the whole command, the tool's own work "
-          "included (xptrace: its report too; perf record: not its `perf script`).\n")
-    print("| tool | Hz asked | samples per CPU-s (target ≥ 950 at 1 kHz) | wall s | wall overhead "
-          "| CPU s | CPU overhead |")
-    print("|---|---|---|---|---|---|---|")
-    print("| none | | | %.3f | | %.3f | |" % (bare_wall, bare_cpu))
+    print("\n### Rate and overhead (one thread spinning %.2f CPU-s; median of %d pairs)\n" % (bare_cpu, a.runs))
+    print("Samples per CPU-second of the unsampled run, and as xptrace prints it (per CPU-second of the sampled "
+          "run, all its processes); overheads: wall and CPU of the whole command, the tool's own work included "
+          "(xptrace: its report too; perf record: not its `perf script`), against an unsampled run just before.\n")
+    print("| tool | Hz asked | samples per CPU-s (target ≥ 950 at 1 kHz) | xptrace prints | wall overhead "
+          "| CPU overhead |")
+    print("|---|---|---|---|---|---|")
     rows = [("xptrace sample (perf, DWARF)", lambda hz: b.xp("perf", hz, "spin", units)),
             ("xptrace sample (perf, fp)", lambda hz: b.xp("perf", hz, "spin", units, extra=("--call-graph", "fp"))),
             ("xptrace sample (timer)", lambda hz: b.xp("timer", hz, "spin", units)),
             ("perf record -g (fp)", lambda hz: b.perf(hz, "spin", units, graph="fp")),
             ("perf record --call-graph dwarf", lambda hz: b.perf(hz, "spin", units, graph="dwarf"))]
+    rows = [r for r in rows if shutil.which("perf") or not r[0].startswith("perf")]
     for hz in (1000, 10000):
         for name, fn in rows:
             if hz == 10000 and "fp" in name:
                 continue
-            rs = [fn(hz) for _ in range(a.runs if hz == 1000 else 1)]
-            n = statistics.median((sum(k for _, k in r["stacks"]) if "stacks" in r else len(r["samples"]))
-                                  for r in rs)
-            w = statistics.median(r["wall"] for r in rs)
-            c = statistics.median(r["cpu"] for r in rs)
-            print("| %s | %d | %.0f | %.3f | %+.1f%% | %.3f | %+.1f%% |"
-                  % (name, hz, n / bare_cpu, w, 100.0 * (w - bare_wall) / bare_wall, c,
-                     100.0 * (c - bare_cpu) / bare_cpu))
+            n, printed, dw, dc = [], [], [], []
+            for _ in range(a.runs):
+                w0, c0, _ = timed([b.shapes, "spin", units], b.scratch)
+                r = fn(hz)
+                n.append(sum(k for _, k in r["stacks"]) if "stacks" in r else len(r["samples"]))
+                m = re.search(r"(\d+) samples per CPU-second", r["err"])
+                if m:
+                    printed.append(int(m.group(1)))
+                dw.append(100.0 * (r["wall"] - w0) / w0)
+                dc.append(100.0 * (r["cpu"] - c0) / c0)
+            print("| %s | %d | %.0f | %s | %+.1f%% | %+.1f%% |"
+                  % (name, hz, statistics.median(n) / bare_cpu,
+                     "%.0f" % statistics.median(printed) if printed else "", statistics.median(dw),
+                     statistics.median(dc)))
 
     # Fixed cost: sampling `true`.
     true = shutil.which("true") or "/bin/true"
@@ -235,6 +247,7 @@ def run(b, a):
              ("xptrace sample (timer)", lambda: b.xp("timer", 1000, prog=true)["wall"]),
              ("perf record -g", lambda: b.perf(1000, prog=true, graph="fp", script=False)["wall"]),
              ("perf record --call-graph dwarf", lambda: b.perf(1000, prog=true, graph="dwarf", script=False)["wall"])]
+    fixed = [r for r in fixed if shutil.which("perf") or not r[0].startswith("perf")]
     for name, fn in fixed:
         t = statistics.median(fn() for _ in range(k))
         print("| %s | %.1f | %.1f |" % (name, 1e3 * t, 1e3 * (t - t_bare)))
