@@ -4,12 +4,13 @@ checked against the shape, however the program ended.
 
 usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
 MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
-      | blocked | sigprof | static | cxx | refused (perf_event_open refused by seccomp)
+      | blocked | sigprof | static | cxx | buildid | refused (perf_event_open refused by seccomp)
       | debian (xz, sort; exit 77 when missing)
 """
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 mode, xptrace, shapes, work, plugin_a, plugin_b, static, helpers, scratch = sys.argv[1:10]
@@ -178,6 +179,36 @@ elif mode == "cxx":
     st = read_folded(os.path.join(scratch, "y", "samples.folded")) or []
     names = {x for f, _ in st for x in f}
     c.check("_ZN6shapes5churnImEET_l" in names and churn not in names, f"--no-demangle: {names}")
+
+elif mode == "buildid":
+    # A plugin dlopen'd by a relative name is named (the recording keeps
+    # its full path); one replaced on disk after it was unloaded (same
+    # path, another build id) is not named from the wrong file.
+    work2, plugin = os.environ.get("XPTRACE_TEST_PERF_WORK", ""), os.environ.get("XPTRACE_TEST_PERF_PLUGIN", "")
+    if not work2 or not plugin:
+        print(f"SKIP [{mode}]: no perf_work fixture")
+        sys.exit(77)
+    shutil.copy(plugin, os.path.join(scratch, "plain.so"))
+    rc, out, err, st = timer("p", [work2, "plugin", "./plain.so"], freq="1000")
+    c.check(rc == 0 and self_share(st, "plugin_spin") >= 60, f"relative dlopen: {rc} {st} {err}")
+    lib = os.path.join(scratch, "swap.so")
+    shutil.copy(plugin, lib)
+    data = bytearray(open(plugin, "rb").read())
+    notes = subprocess.run(["readelf", "-n", plugin], capture_output=True, text=True).stdout
+    bid = bytes.fromhex(notes.split("Build ID: ")[1].split()[0])
+    data[data.index(bid)] ^= 0xFF
+    with open(lib + ".new", "wb") as f:
+        f.write(data)
+    p = subprocess.Popen([xptrace, "sample", "--method", "timer", "-f", "1000", "-o", "b", "--", work2, "plugin",
+                          "./swap.so"], cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # "closed": dlclose'd, still running
+    os.replace(lib + ".new", lib)
+    out, err = p.communicate(timeout=100)
+    st = read_folded(os.path.join(scratch, "b", "samples.folded")) or []
+    c.check(p.returncode == 0 and line == "closed\n", f"exit {p.returncode}: {line} {err}")
+    c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
+    c.check(inclusive(st, "plugin_spin") == 0, f"named from the replacing file: {st}")
+    c.check(sum(w for f, w in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
 
 elif mode == "refused":
     # perf_event_open refused (a seccomp filter, as containers have): the
