@@ -137,6 +137,9 @@ elif mode == "forkexec":
     main = sum(w for fr, w in st if fr[0] == "[main]" and "main_spin" in fr)
     execd = sum(w for fr, w in st if fr[0].startswith("[timer_shapes-") and "main_spin" in fr)
     c.check(main >= 15 and execd >= 15, f"parent {main}, exec'd child {execd} samples of main_spin (~30 each)")
+    # One report: the processes' folders, emptied of their recordings, are gone.
+    left = [d for d, _, fs in os.walk(os.path.join(scratch, "x")) if d != os.path.join(scratch, "x")]
+    c.check(not left, f"folders left: {left}")
 
 elif mode == "blocked":
     # A thread blocking every signal cannot be sampled by timers: said,

@@ -508,6 +508,18 @@ int sample_timer_report(const sample_timer_opts_t *o) {
     unlink(l.r[i].path);
     munmap((void *)(uintptr_t)l.r[i].map, l.r[i].len);
   }
+  /* The folders of forked and exec'd processes that held nothing else
+   * (sample: one report; run --sample keeps their traces there). */
+  size_t top = strlen(o->dir);
+  for (size_t i = 0; i < l.n; ++i) {
+    char *slash;
+    while ((slash = strrchr(l.r[i].path, '/')) != NULL && (size_t)(slash - l.r[i].path) > top &&
+           strncmp(l.r[i].path, o->dir, top) == 0) {
+      *slash = '\0';
+      if (rmdir(l.r[i].path) != 0)
+        break;
+    }
+  }
   free(l.r);
   return 0;
 }
