@@ -253,23 +253,64 @@ static const char *cu_file(Dwarf_Die *cu, Dwarf_Word index) {
   return dwarf_filesrc(files, index, NULL, NULL);
 }
 
+/* The innermost function, inlined call or block holding pc below `parent`,
+ * looking inside namespaces and classes too: clang defines functions there,
+ * where libdw's dwarf_getscopes (elfutils 0.188) does not look. */
+static bool code_scope_at(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out, int level) {
+  Dwarf_Die child;
+  if (level > 64 || dwarf_child(parent, &child) != 0)
+    return false;
+  do {
+    switch (dwarf_tag(&child)) {
+    case DW_TAG_subprogram:
+    case DW_TAG_inlined_subroutine:
+    case DW_TAG_lexical_block:
+      if (dwarf_haspc(&child, pc) > 0) {
+        *out = child;
+        code_scope_at(&child, pc, out, level + 1); /* deeper, if any */
+        return true;
+      }
+      break;
+    case DW_TAG_namespace:
+    case DW_TAG_class_type:
+    case DW_TAG_structure_type:
+    case DW_TAG_union_type:
+      if (code_scope_at(&child, pc, out, level + 1))
+        return true;
+      break;
+    default:
+      break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
 /* The inlined calls at addr, innermost first, then the function. */
 static size_t inline_frames(xsym_t *x, Dwfl_Module *mod, GElf_Addr addr, xsym_frame_t *out,
                             size_t max) {
   Dwarf_Addr bias;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  /* Without .debug_aranges (clang does not emit them) libdw finds no unit:
+   * ask each unit whether it covers the address. */
+  for (Dwarf_Die *c = NULL; !cu && (c = dwfl_module_nextcu(mod, c, &bias)) != NULL;)
+    if (dwarf_haspc(c, addr - bias) > 0)
+      cu = c;
   if (!cu)
     return 0;
   Dwarf_Die *scopes = NULL;
   int n = dwarf_getscopes(cu, addr - bias, &scopes);
   /* Past an inlined call, dwarf_getscopes follows its abstract origin;
    * the concrete chain of callers is the innermost scope's parents. */
+  Dwarf_Die inner;
   if (n > 0) {
-    Dwarf_Die inner = scopes[0];
-    free(scopes);
-    scopes = NULL;
-    n = dwarf_getscopes_die(&inner, &scopes);
+    inner = scopes[0];
+  } else if (code_scope_at(cu, addr - bias, &inner, 0)) {
+    n = 1;
   }
+  free(scopes);
+  scopes = NULL;
+  if (n > 0)
+    n = dwarf_getscopes_die(&inner, &scopes);
   size_t k = 0;
   const char *file = NULL;
   int line = 0;

@@ -33,6 +33,7 @@ static void *burn(void *arg) {
   char *mem = malloc(n);
   if (mem)
     memset(mem, 1, n); /* page faults */
+  __asm__ volatile("" : : "r"(mem) : "memory"); /* clang would drop the memset otherwise */
   uint64_t x = 1;
   while (cpu_ns() < (uint64_t)CPU_MS * 1000000u)
     for (int i = 0; i < 100000; i++)

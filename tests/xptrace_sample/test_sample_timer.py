@@ -169,7 +169,7 @@ elif mode == "cxx":
     # C++ names demangled, inlined calls as frames; --no-demangle keeps them.
     cxx = os.environ.get("XPTRACE_TEST_CXX", "")
     if not cxx:
-        print(f"SKIP [{mode}]: no C++ fixture (no C++ compiler)")
+        print(f"SKIP [{mode}]: no C++ fixture for the timer method (no C++ compiler, or a sanitizer build)")
         sys.exit(77)
     rc, out, err, st = timer("x", [cxx, "4"], freq="1000")
     c.check(rc == 0, f"exit {rc}: {err}")
@@ -189,7 +189,7 @@ elif mode == "buildid":
     # path, another build id) is not named from the wrong file.
     work2, plugin = os.environ.get("XPTRACE_TEST_PERF_WORK", ""), os.environ.get("XPTRACE_TEST_PERF_PLUGIN", "")
     if not work2 or not plugin:
-        print(f"SKIP [{mode}]: no perf_work fixture")
+        print(f"SKIP [{mode}]: no perf_work fixture for the timer method (a sanitizer build)")
         sys.exit(77)
     shutil.copy(plugin, os.path.join(scratch, "plain.so"))
     rc, out, err, st = timer("p", [work2, "plugin", "./plain.so"], freq="1000")

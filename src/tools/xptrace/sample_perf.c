@@ -258,7 +258,8 @@ static void drain_all(perf_state_t *s, ring_t *rings, size_t n) {
   batch_t b = {0};
   for (size_t i = 0; i < n; ++i)
     ring_drain(&rings[i], &b);
-  qsort(b.rec, b.n, sizeof *b.rec, record_cmp);
+  if (b.n)
+    qsort(b.rec, b.n, sizeof *b.rec, record_cmp);
   for (size_t i = 0; i < b.n; ++i) {
     on_record(s, b.rec[i]);
     free(b.rec[i]);
