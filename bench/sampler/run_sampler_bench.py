@@ -48,45 +48,48 @@ class Bench:
         self.n += 1
         return os.path.join(self.scratch, "o%d" % self.n)
 
-    def xp(self, method, hz, *args, extra=()):
+    def xp(self, method, hz, *args, extra=(), prog=None):
         """Leaf-function counts, threads, stacks of an xptrace run."""
         d = self.out()
         wall, cpu, err = timed([self.xptrace, "sample", "--method", method, "-f", str(hz), *extra,
-                                "-o", d, "--", self.shapes, *args], self.scratch)
+                                "-o", d, "--", prog or self.shapes, *args], self.scratch)
         stacks = []
-        with open(os.path.join(d, "samples.folded")) as f:
+        folded = os.path.join(d, "samples.folded")
+        with open(folded) if os.path.exists(folded) else open(os.devnull) as f:
             for line in f:
                 text, _, k = line.rstrip("\n").rpartition(" ")
                 stacks.append((text.split(";"), int(k)))
         shutil.rmtree(d)
         return {"stacks": stacks, "wall": wall, "cpu": cpu, "err": err}
 
-    def perf(self, hz, *args, graph=None, script=True):
+    def perf(self, hz, *args, graph=None, script=True, prog=None):
         """Samples of `perf record -e cpu-clock`: (thread, frames innermost first)."""
         data = self.out()
-        cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o", data]
+        # user space only, as xptrace samples (perf samples the kernel too when it may)
+        cmd = ["perf", "record", "-q", "-e", "cpu-clock:u", "-F", str(hz), "-o", data]
         if graph:
             cmd += ["--call-graph", graph]
-        wall, cpu, err = timed(cmd + ["--", self.shapes, *args], self.scratch)
+        wall, cpu, err = timed(cmd + ["--", prog or self.shapes, *args], self.scratch)
         samples = []
         if script:
-            p = subprocess.run(["perf", "script", "-i", data, "-F", "tid,sym" + (",ip" if graph else "")],
+            # "pid/tid ip sym" (no call graph) or "pid/tid" then "\tip sym" lines.
+            p = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,ip,sym"],
                                capture_output=True, text=True, cwd=self.scratch)
             cur = None
             for line in p.stdout.splitlines():
                 if not line.strip():
                     cur = None
-                    continue
-                if not line.startswith((" ", "\t")) or cur is None and not graph:
+                elif not line.startswith("\t"):  # the header, its pid right-aligned
                     parts = line.split()
-                    cur = (parts[0], [])
+                    pid, _, tid = parts[0].partition("/")
+                    cur = ((pid, tid), [])
                     samples.append(cur)
-                    if not graph and len(parts) > 1:
-                        cur[1].append(parts[1])
-                    continue
-                if graph:
+                    if len(parts) > 2:
+                        cur[1].append(parts[2])
+                elif cur is not None:
                     parts = line.split(None, 1)
-                    cur[1].append(parts[1].split("+")[0].strip() if len(parts) > 1 else "[unknown]")
+                    name = parts[1].strip() if len(parts) > 1 else "[unknown]"
+                    cur[1].append(name.split(" (")[0].split("+0x")[0])
         os.unlink(data)
         return {"samples": samples, "wall": wall, "cpu": cpu, "err": err}
 
@@ -105,6 +108,22 @@ def threads(r):
     if "stacks" in r:
         return len({f[0] for f, _ in r["stacks"]})
     return len({t for t, _ in r["samples"]})
+
+
+def long_short(r):
+    """Shares (% of all samples) of the long thread (long_spin in the
+    stack) and of the short threads (any other thread but main): the
+    timer method charges a short thread's undelivered periods to its
+    start routine, so a leaf count would miss them."""
+    if "stacks" in r:
+        tot = sum(k for _, k in r["stacks"])
+        lng = sum(k for f, k in r["stacks"] if "long_spin" in f)
+        sht = sum(k for f, k in r["stacks"] if "long_spin" not in f and f[0] != "[main]")
+    else:
+        tot = len(r["samples"])
+        lng = sum(1 for _, fr in r["samples"] if "long_spin" in fr)
+        sht = sum(1 for t, fr in r["samples"] if "long_spin" not in fr and t[0] != t[1])
+    return (100.0 * lng / tot, 100.0 * sht / tot) if tot else (0.0, 0.0)
 
 
 def incl(r, name):
@@ -139,8 +158,11 @@ def run(b, a):
              ("xptrace timer", lambda hz, *x, **k: b.xp("timer", hz, *x, **k)),
              ("perf record", lambda hz, *x, **k: b.perf(hz, *x))]
     print("### Shapes (shares of samples in %, leaf function)\n")
+    if not shutil.which("perf"):  # Debian: linux-perf
+        tools.pop()
+        print("(perf record left out: `perf` is not installed)\n")
     print("| program | target | %s |" % " | ".join(t for t, _ in tools))
-    print("|---|---|---|---|---|")
+    print("|---|---|---|" + "---|" * (len(tools) - 1))
     # 40/30/20/10: about 2.5 CPU-s per 100 units; more at 100 Hz for enough samples.
     for hz, units in ((100, 40 if q else 400), (1000, 20 if q else 100)):
         cells, worst = [], []
@@ -153,8 +175,8 @@ def run(b, a):
     cells = []
     for _, fn in tools:
         r = fn(1000, "short", str(nshort))
-        sh, tot = leaf_shares(r, ("long_spin", "short_spin"))
-        cells.append("%.1f/%.1f, %d threads sampled" % (sh["long_spin"], sh["short_spin"], threads(r)))
+        lng, sht = long_short(r)
+        cells.append("%.1f/%.1f, %d threads sampled" % (lng, sht, threads(r)))
     print("| 1 long + %d short threads (long/short), 1 kHz | 50/50 ±5 | %s |" % (nshort, " | ".join(cells)))
     cells = []
     for _, fn in tools:
@@ -169,44 +191,66 @@ def run(b, a):
         else:
             r = fn(1000, "deep", "200")
         trunc = "truncation printed" if "[truncated]" in r.get("err", "") or "were cut" in r.get("err", "") else ""
+        if "samples" in r:  # perf record: say how deep its stacks went
+            trunc = "--call-graph dwarf, stacks of at most %d frames" % max(len(fr) for _, fr in r["samples"])
         cells.append("main %.1f%%%s" % (incl(r, "main"), ", " + trunc if trunc else ""))
     print("| recursion 200 frames deep, default depth | main 100%% | %s |" % " | ".join(cells))
 
-    # Rate and overhead on one thread spinning: medians of a.runs.
+    # Rate and overhead on one thread spinning: each sampled run next to an
+    # unsampled one just before it (the machine's speed drifts), medians of
+    # the ratios over a.runs pairs.
     units = "8" if q else "40"
     bare = [timed([b.shapes, "spin", units], b.scratch) for _ in range(a.runs)]
     bare_wall = statistics.median(w for w, _, _ in bare)
     bare_cpu = statistics.median(c for _, c, _ in bare)
-    print("\n### Rate and overhead (one thread spinning %.2f CPU-s; 1 kHz; median of %d)\n" % (bare_cpu, a.runs))
-    print("| tool | samples per CPU-second (target ≥ 950) | wall s | wall overhead | CPU s (tool included) |")
-    print("|---|---|---|---|---|")
-    print("| none | | %.3f | | %.3f |" % (bare_wall, bare_cpu))
-    rows = [("xptrace sample (perf, DWARF)", lambda: b.xp("perf", 1000, "spin", units)),
-            ("xptrace sample (perf, fp)", lambda: b.xp("perf", 1000, "spin", units, extra=("--call-graph", "fp"))),
-            ("xptrace sample (timer)", lambda: b.xp("timer", 1000, "spin", units)),
-            ("perf record -g (fp)", lambda: b.perf(1000, "spin", units, graph="fp")),
-            ("perf record --call-graph dwarf", lambda: b.perf(1000, "spin", units, graph="dwarf"))]
-    for name, fn in rows:
-        rs = [fn() for _ in range(a.runs)]
-        n = statistics.median((sum(k for _, k in r["stacks"]) if "stacks" in r else len(r["samples"])) for r in rs)
-        w = statistics.median(r["wall"] for r in rs)
-        c = statistics.median(r["cpu"] for r in rs)
-        print("| %s | %.0f | %.3f | %+.1f%% | %.3f |" % (name, n / bare_cpu, w, 100.0 * (w - bare_wall) / bare_wall, c))
+    print("\n### Rate and overhead (one thread spinning %.2f CPU-s; median of %d pairs)\n" % (bare_cpu, a.runs))
+    print("Samples per CPU-second of the unsampled run, and as xptrace prints it (per CPU-second of the sampled "
+          "run, all its processes); overheads: wall and CPU of the whole command, the tool's own work included "
+          "(xptrace: its report too; perf record: not its `perf script`), against an unsampled run just before.\n")
+    print("| tool | Hz asked | samples per CPU-s (target ≥ 950 at 1 kHz) | xptrace prints | wall overhead "
+          "| CPU overhead |")
+    print("|---|---|---|---|---|---|")
+    rows = [("xptrace sample (perf, DWARF)", lambda hz: b.xp("perf", hz, "spin", units)),
+            ("xptrace sample (perf, fp)", lambda hz: b.xp("perf", hz, "spin", units, extra=("--call-graph", "fp"))),
+            ("xptrace sample (timer)", lambda hz: b.xp("timer", hz, "spin", units)),
+            ("perf record -g (fp)", lambda hz: b.perf(hz, "spin", units, graph="fp")),
+            ("perf record --call-graph dwarf", lambda hz: b.perf(hz, "spin", units, graph="dwarf"))]
+    rows = [r for r in rows if shutil.which("perf") or not r[0].startswith("perf")]
+    for hz in (1000, 10000):
+        for name, fn in rows:
+            if hz == 10000 and "fp" in name:
+                continue
+            n, printed, dw, dc = [], [], [], []
+            for _ in range(a.runs):
+                w0, c0, _ = timed([b.shapes, "spin", units], b.scratch)
+                r = fn(hz)
+                n.append(sum(k for _, k in r["stacks"]) if "stacks" in r else len(r["samples"]))
+                m = re.search(r"(\d+) samples per CPU-second", r["err"])
+                if m:
+                    printed.append(int(m.group(1)))
+                dw.append(100.0 * (r["wall"] - w0) / w0)
+                dc.append(100.0 * (r["cpu"] - c0) / c0)
+            print("| %s | %d | %.0f | %s | %+.1f%% | %+.1f%% |"
+                  % (name, hz, statistics.median(n) / bare_cpu,
+                     "%.0f" % statistics.median(printed) if printed else "", statistics.median(dw),
+                     statistics.median(dc)))
 
-    # Fixed cost: a program that returns at once.
+    # Fixed cost: sampling `true`.
+    true = shutil.which("true") or "/bin/true"
     k = max(a.runs, 5)
-    t_bare = statistics.median(timed([b.shapes, "none"], b.scratch)[0] for _ in range(k))
-    print("\n### Fixed cost (a program that returns at once; median of %d)\n" % k)
+    t_bare = statistics.median(timed([true], b.scratch)[0] for _ in range(k))
+    print("\n### Fixed cost (sampling `true`; median of %d)\n" % k)
     print("| tool | wall ms | cost ms (target ≤ 20) |")
     print("|---|---|---|")
     print("| none | %.1f | |" % (1e3 * t_bare))
-    fixed = [("xptrace sample (perf)", lambda: b.xp("perf", 1000, "none")["wall"]),
-             ("xptrace sample (timer)", lambda: b.xp("timer", 1000, "none")["wall"]),
-             ("perf record -g", lambda: b.perf(1000, "none", graph="fp", script=False)["wall"])]
+    fixed = [("xptrace sample (perf)", lambda: b.xp("perf", 1000, prog=true)["wall"]),
+             ("xptrace sample (timer)", lambda: b.xp("timer", 1000, prog=true)["wall"]),
+             ("perf record -g", lambda: b.perf(1000, prog=true, graph="fp", script=False)["wall"]),
+             ("perf record --call-graph dwarf", lambda: b.perf(1000, prog=true, graph="dwarf", script=False)["wall"])]
+    fixed = [r for r in fixed if shutil.which("perf") or not r[0].startswith("perf")]
     for name, fn in fixed:
         t = statistics.median(fn() for _ in range(k))
         print("| %s | %.1f | %.1f |" % (name, 1e3 * t, 1e3 * (t - t_bare)))
-
 
 if __name__ == "__main__":
     main()

@@ -256,9 +256,14 @@ void srec_thread_locked(enum srec_kind kind, uint32_t index, pid_t tid, uint64_t
 }
 
 static void map_record_locked(enum srec_kind kind, uint64_t start, uint64_t end, uint64_t offset,
-                              uint64_t bias, const char *path) {
+                              uint64_t bias, const char *path, const uint8_t *bid, uint8_t bid_len) {
+  /* dlopen("./x.so") leaves a relative name: the launcher reads the file
+   * later, maybe from another folder. */
+  char full[PATH_MAX];
+  if (path[0] && path[0] != '/' && realpath(path, full))
+    path = full;
   size_t len = strlen(path) + 1;
-  size_t size = (sizeof(srec_map_t) + len + 7) & ~(size_t)7;
+  size_t size = (sizeof(srec_map_t) + len + 1 + bid_len + 7) & ~(size_t)7;
   if (size > 8192)
     return;
   srec_map_t *m = meta_reserve(size);
@@ -273,6 +278,10 @@ static void map_record_locked(enum srec_kind kind, uint64_t start, uint64_t end,
   m->offset = offset;
   m->bias = bias;
   memcpy(m->path, path, len);
+  /* After the path: the build id's length, then its bytes (srec_map_t). */
+  m->path[len] = (char)bid_len;
+  if (bid_len)
+    memcpy(m->path + len + 1, bid, bid_len);
   srec_commit(rec.meta, size);
 }
 
@@ -301,6 +310,7 @@ static const char *object_path(const char *name) {
 typedef struct seg {
   uint64_t start, end, offset, bias;
   char *path;
+  uint8_t bid_len, bid[SREC_MAX_BUILD_ID];
 } seg_t;
 
 typedef struct segs {
@@ -309,11 +319,40 @@ typedef struct segs {
   unsigned long long adds, subs;
 } segs_t;
 
+/* The object's GNU build id, from its notes as loaded (no file read):
+ * the launcher checks it against the file it reads names from. */
+static uint8_t build_id(const struct dl_phdr_info *info, uint8_t *out) {
+  for (size_t i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    const unsigned char *end = p + ph->p_memsz;
+    while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+      ElfW(Nhdr) n;
+      memcpy(&n, p, sizeof n);
+      size_t name = (n.n_namesz + 3) & ~(size_t)3, desc = (n.n_descsz + 3) & ~(size_t)3;
+      const unsigned char *q = p + sizeof n;
+      if (name > (size_t)(end - q) || desc > (size_t)(end - q) - name)
+        break;
+      if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && memcmp(q, "GNU", 4) == 0 &&
+          n.n_descsz > 0 && n.n_descsz <= SREC_MAX_BUILD_ID) {
+        memcpy(out, q + name, n.n_descsz);
+        return (uint8_t)n.n_descsz;
+      }
+      p = q + name + desc;
+    }
+  }
+  return 0;
+}
+
 static int collect_one(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
   segs_t *s = data;
   s->adds = info->dlpi_adds;
   s->subs = info->dlpi_subs;
+  uint8_t bid[SREC_MAX_BUILD_ID];
+  uint8_t bid_len = build_id(info, bid);
   for (size_t i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -329,8 +368,10 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *data) {
     char *path = strdup(object_path(info->dlpi_name));
     if (!path)
       return 1;
-    s->v[s->n++] = (seg_t){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
-                           ph->p_offset, info->dlpi_addr, path};
+    seg_t *g = &s->v[s->n++];
+    *g = (seg_t){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz, ph->p_offset,
+                 info->dlpi_addr, path, bid_len, {0}};
+    memcpy(g->bid, bid, bid_len);
   }
   return 0;
 }
@@ -386,7 +427,8 @@ void srec_scan_maps(bool force) {
       new_bias = s.v[i].bias;
       new_hash = nh;
     }
-    map_record_locked(SREC_MAP, s.v[i].start, s.v[i].end, s.v[i].offset, s.v[i].bias, s.v[i].path);
+    map_record_locked(SREC_MAP, s.v[i].start, s.v[i].end, s.v[i].offset, s.v[i].bias, s.v[i].path, s.v[i].bid,
+                      s.v[i].bid_len);
   }
   rec.adds = s.adds;
   rec.subs = s.subs;
@@ -449,7 +491,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
     sampler_block_signals(&old);
     srec_lock();
     if (!f.found && srec_hdr) {
-      map_record_locked(SREC_UNMAP, 0, 0, 0, bias, name);
+      map_record_locked(SREC_UNMAP, 0, 0, 0, bias, name, NULL, 0);
       uint64_t nh = name_hash(name);
       for (size_t i = 0; i < rec.nknown; ++i)
         if (rec.known[i].bias == bias && rec.known[i].name_hash == nh)

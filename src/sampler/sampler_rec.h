@@ -23,6 +23,7 @@ enum {
   SREC_HEADER_SIZE = 8192,
   SREC_CHUNK_HEADER = 8,
   SAMPLER_REC_MAX_DEPTH = 512, /* SAMPLER_MAX_DEPTH */
+  SREC_MAX_BUILD_ID = 64,
 };
 
 /* Header flags. */
@@ -112,7 +113,9 @@ typedef struct srec_map {
   uint64_t time_ns;
   uint64_t start, end, offset; /* file offset of `start`; UNMAP: 0 */
   uint64_t bias;               /* the object's load bias (l_addr) */
-  char path[];                 /* NUL-terminated */
+  char path[];                 /* NUL-terminated; then, when the record has room, one
+                                * byte n and n bytes of the object's GNU build id
+                                * (n = 0: none; older recordings: zero padding) */
 } srec_map_t;
 
 #endif /* XPTRACE_SAMPLER_REC_H */

@@ -170,6 +170,7 @@ xsym_module_t *xsym_module(xsym_t *x, const char *path, const uint8_t *build_id,
 
 const char *xsym_module_path(const xsym_module_t *m) { return m->path; }
 const char *xsym_module_name(const xsym_module_t *m) { return m->name; }
+bool xsym_module_changed(const xsym_module_t *m) { return m->mismatch; }
 
 static void module_open(xsym_module_t *m) {
   if (m->opened)

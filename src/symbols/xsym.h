@@ -27,6 +27,9 @@ void xsym_free(xsym_t *x);
 xsym_module_t *xsym_module(xsym_t *x, const char *path, const uint8_t *build_id, size_t len);
 const char *xsym_module_path(const xsym_module_t *m);
 const char *xsym_module_name(const xsym_module_t *m); /* base name */
+/* After a lookup in m: the file at its path is not the one mapped (its
+ * build id differs), so its frames were given as module+0xoffset. */
+bool xsym_module_changed(const xsym_module_t *m);
 
 typedef struct xsym_frame {
   const char *function; /* never NULL: a name, or "module+0xoffset" */

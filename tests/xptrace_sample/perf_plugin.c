@@ -11,3 +11,18 @@ __attribute__((visibility("default"), noinline)) void plugin_spin(long units) {
   }
   plugin_sink = x;
 }
+
+/* Local: no symbol left once the plugin is stripped (module+0xoffset). */
+static __attribute__((noinline)) void hidden_spin(long units) {
+  uint64_t x = plugin_sink;
+  for (long i = 0; i < units * 20 * 1000 * 1000; ++i) {
+    x = x * 2862933555777941757ull + 3037000493ull;
+    __asm__ volatile("" : "+r"(x));
+  }
+  plugin_sink = x;
+}
+
+__attribute__((visibility("default"), noinline)) void plugin_hidden(long units) {
+  hidden_spin(units);
+  __asm__ volatile(""); /* not a tail call */
+}

@@ -4,15 +4,17 @@
  * usage: perf_work MODE [ARG]
  *   closefds      closes stdout and stderr, then works (main_spin)
  *   exit          works, then _exit(3)
- *   plugin PATH   dlopen PATH, 3 units in its plugin_spin, dlclose, then
- *                 1 unit in main_spin (plugin 75 %)
+ *   plugin PATH [FN]  dlopen PATH, 3 units in its FN (plugin_spin),
+ *                 dlclose, then 1 unit in main_spin (plugin 75 %); prints
+ *                 "closed" (flushed) after the dlclose
  *   deep N        recursion N frames deep, working at the bottom
  *   forkexec      forks a child that execs "perf_work child" (child_spin,
  *                 2 units) while the parent works (main_spin, 1 unit)
  *   child         child_spin, 2 units
  *   short N       one long thread (long_spin) and N short threads
  *                 (short_spin), equal CPU in all
- *   sigint        its own SIGINT handler, checked after the work */
+ *   sigint        its own SIGINT handler, checked after the work
+ *   syscalls N    N million getppid() calls: CPU time mostly in the kernel */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,19 +90,27 @@ int main(int argc, char **argv) {
     main_spin(4L * UNIT);
     return 0;
   }
+  if (strcmp(mode, "syscalls") == 0 && argc > 2) {
+    for (long i = 0; i < atol(argv[2]) * 1000 * 1000; ++i)
+      syscall(SYS_getppid);
+    return 0;
+  }
   if (strcmp(mode, "exit") == 0) {
     main_spin(4L * UNIT);
     _exit(3);
   }
   if (strcmp(mode, "plugin") == 0 && argc > 2) {
     void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
-    void (*fn)(long) = h ? (void (*)(long))dlsym(h, "plugin_spin") : NULL;
+    void (*fn)(long) = h ? (void (*)(long))dlsym(h, argc > 3 ? argv[3] : "plugin_spin") : NULL;
     if (!fn) {
       fprintf(stderr, "perf_work: %s\n", dlerror());
       return 1;
     }
     fn(6);
     dlclose(h);
+    /* A test may now replace the file (build ids). */
+    printf("closed\n");
+    fflush(stdout);
     main_spin(2L * UNIT);
     return 0;
   }
@@ -138,6 +149,6 @@ int main(int argc, char **argv) {
     printf("sigint=own\n");
     return 0;
   }
-  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH|deep N|forkexec|short N|sigint\n");
+  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N|sigint|syscalls N\n");
   return 2;
 }

@@ -5,6 +5,7 @@ usage: test_perf_sample.py MODE XPTRACE PERF_WORK PLUGIN CXX_WORK TESTS_DIR SCRA
 Exit 77 (skipped) where perf_event_open is refused."""
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,63 @@ elif mode == "plugin":
     mod = rows.get("plugin_spin", {}).get("module")
     c.check(mod == os.path.basename(plugin), f"plugin_spin module {mod}")
     c.check(complete(st) >= 99, f"plugin stacks not complete: {st}")
+elif mode == "nosym":
+    # A stripped plugin whose hot function is local (no symbol left):
+    # module+0xoffset, the offset inside that function in the file.
+    lib = os.path.join(scratch, "stripped.so")
+    shutil.copy(plugin, lib)
+    subprocess.run(["strip", "--strip-all", lib], check=True)
+    syms = {p[3]: (int(p[0], 16), int(p[1], 16)) for p in
+            (line.split() for line in subprocess.run(["nm", "-S", plugin], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()) if len(p) == 4}
+    start, size = syms["hidden_spin"]
+    # vaddr -> file offset through the PT_LOAD holding it
+    for line in subprocess.run(["readelf", "-lW", plugin], capture_output=True, text=True).stdout.splitlines():
+        f = line.split()
+        if f[:1] == ["LOAD"] and int(f[2], 16) <= start < int(f[2], 16) + int(f[5], 16):
+            start += int(f[1], 16) - int(f[2], 16)
+    rc, out, err, st = sample("n", work, "plugin", lib, "plugin_hidden")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    hits = 0
+    for f, k in st:
+        m = re.fullmatch(r"stripped\.so\+0x([0-9a-f]+)", f[-1])
+        hits += k if m and start <= int(m.group(1), 16) < start + size else 0
+    print(f"stripped.so+0x{start:x}..0x{start + size:x}: {100.0 * hits / max(total(st), 1):.1f}%")
+    c.check(abs(100.0 * hits / max(total(st), 1) - 75) <= 8, f"hidden_spin as module+0xoffset: {st}")
+    c.check(share(st, "plugin_hidden", False) >= 60, f"its caller plugin_hidden (in .dynsym): {st}")
+elif mode == "buildid":
+    # The plugin's file is replaced (same path, another build id) after
+    # the program unloaded it: no names read from the wrong file.
+    lib = os.path.join(scratch, "swap.so")
+    shutil.copy(plugin, lib)
+    data = bytearray(open(plugin, "rb").read())
+    notes = subprocess.run(["readelf", "-n", plugin], capture_output=True, text=True).stdout
+    bid = bytes.fromhex(notes.split("Build ID: ")[1].split()[0])
+    data[data.index(bid)] ^= 0xFF
+    with open(lib + ".new", "wb") as f:
+        f.write(data)
+    p = subprocess.Popen([xptrace, "sample", "-f", "1000", "-o", "b", "--", work, "plugin", lib], cwd=scratch,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # "closed": dlclose'd, still running
+    os.replace(lib + ".new", lib)
+    out, err = p.communicate(timeout=170)
+    st = read_folded(os.path.join(scratch, "b", "samples.folded")) or []
+    c.check(p.returncode == 0 and line == "closed\n", f"exit {p.returncode}: {line} {err}")
+    c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
+    c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
+    c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
+elif mode == "kernel":
+    # The command's own thread spends its CPU time in system calls: its
+    # CPU time (the events' counts) against its samples, said with the cause.
+    rc, out, err, st = sample("k", work, "syscalls", "2")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check(re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
+                      r"time was in the kernel", err), f"no diagnostic for the kernel time: {err}")
+    # Threads spinning in user space while the command's thread waits
+    # (the kernel may swap its events with theirs): no such line.
+    for i in range(3):
+        rc, out, err, st = sample(f"u{i}", work, "short", "20")
+        c.check("expected)" not in err, f"a diagnostic for user-space threads: {err}")
 elif mode == "deep":
     # 200 frames of recursion without frame pointers: main in every stack.
     rc, out, err, st = sample("r", work, "deep", "200")
@@ -170,6 +228,13 @@ elif mode == "trace":
                         "--sample-function", "long_spin>=40"], capture_output=True, text=True)
     print(p.stdout)
     c.check(p.returncode == 0, f"check_trace: {p.stdout} {p.stderr}")
+elif mode == "fp":
+    # --call-graph fp: the kernel's frame-pointer chains, no DWARF unwinder
+    # (it once crashed at the first exec record).
+    rc, out, err, st = sample("fp", work, "exit", opts=("--call-graph", "fp"))
+    c.check(rc == 3, f"exit status {rc}, expected the command's 3: {err}")
+    c.check("frame-pointer call chains" in err, f"no fp method line: {err}")
+    c.check(total(st) >= 50 and share(st, "main_spin") >= 95, f"fp: {st}")
 elif mode == "fallback":
     # Wall time needs the timer method: chosen with one line saying why.
     rc, out, err = xp("sample", "--clock", "realtime", "-o", "w", "--", "true")
@@ -178,6 +243,9 @@ elif mode == "fallback":
     c.check(rc == 2 and "--method perf samples CPU time only" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")
     c.check(rc == 2 and "unknown call graph 'lbr'" in err, f"{rc} {err}")
+    # No sample at all: the reason is said, never "no samples written" alone.
+    rc, out, err = xp("sample", "--method", "perf", "-o", "t", "--", "true")
+    c.check(rc == 0 and "no samples: the program used" in err and "raise -f" in err, f"true: {rc} {err}")
 else:
     c.check(False, f"unknown mode {mode}")
 

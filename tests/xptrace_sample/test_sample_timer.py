@@ -4,11 +4,13 @@ checked against the shape, however the program ended.
 
 usage: test_sample_timer.py MODE XPTRACE SHAPES WORK PLUGIN_A PLUGIN_B STATIC HELPERS SCRATCH
 MODE: split | short | rate | sigint | closefds | exit | kill | plugins | forkexec
-      | blocked | sigprof | static | debian (xz, sort; exit 77 when missing)
+      | blocked | sigprof | static | cxx | buildid | refused (perf_event_open refused by seccomp)
+      | debian (xz, sort; exit 77 when missing)
 """
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 mode, xptrace, shapes, work, plugin_a, plugin_b, static, helpers, scratch = sys.argv[1:10]
@@ -135,6 +137,9 @@ elif mode == "forkexec":
     main = sum(w for fr, w in st if fr[0] == "[main]" and "main_spin" in fr)
     execd = sum(w for fr, w in st if fr[0].startswith("[timer_shapes-") and "main_spin" in fr)
     c.check(main >= 15 and execd >= 15, f"parent {main}, exec'd child {execd} samples of main_spin (~30 each)")
+    # One report: the processes' folders, emptied of their recordings, are gone.
+    left = [d for d, _, fs in os.walk(os.path.join(scratch, "x")) if d != os.path.join(scratch, "x")]
+    c.check(not left, f"folders left: {left}")
 
 elif mode == "blocked":
     # A thread blocking every signal cannot be sampled by timers: said,
@@ -155,6 +160,83 @@ elif mode == "static":
     rc, out, err, st = timer("t", [static])
     c.check(rc == 0 and "static ok" in out, f"exit {rc}: {out}")
     c.check("is statically linked" in err and "--method perf" in err, f"static binary not said: {err}")
+    if not SANITIZED:  # our sanitized library goes into our fixtures only
+        rc, out, err, st = timer("tr", ["true"])
+        c.check(rc == 0 and "no samples: the program used less CPU time than one sampling period (raise -f)"
+                in err, f"true: no reason for no samples: {err}")
+
+elif mode == "cxx":
+    # C++ names demangled, inlined calls as frames; --no-demangle keeps them.
+    cxx = os.environ.get("XPTRACE_TEST_CXX", "")
+    if not cxx:
+        print(f"SKIP [{mode}]: no C++ fixture for the timer method (no C++ compiler, or a sanitizer build)")
+        sys.exit(77)
+    rc, out, err, st = timer("x", [cxx, "4"], freq="1000")
+    c.check(rc == 0, f"exit {rc}: {err}")
+    churn, step = "unsigned long shapes::churn<unsigned long>(long)", "shapes::Mixer<unsigned long>::step()"
+    c.check(inclusive(st, churn) >= 95 * total(st) / 100, f"{churn}: {st}")
+    inl = sum(w for f, w in st if len(f) > 2 and f[-1] == step and f[-2] == churn)
+    c.check(inl >= 0.3 * total(st), f"inlined {step} under {churn}: {st}")
+    rc, out, err = run([xptrace, "sample", "--method", "timer", "--no-demangle", "-f", "1000", "-o", "y", "--", cxx, "2"],
+                       cwd=scratch)
+    st = read_folded(os.path.join(scratch, "y", "samples.folded")) or []
+    names = {x for f, _ in st for x in f}
+    c.check("_ZN6shapes5churnImEET_l" in names and churn not in names, f"--no-demangle: {names}")
+
+elif mode == "buildid":
+    # A plugin dlopen'd by a relative name is named (the recording keeps
+    # its full path); one replaced on disk after it was unloaded (same
+    # path, another build id) is not named from the wrong file.
+    work2, plugin = os.environ.get("XPTRACE_TEST_PERF_WORK", ""), os.environ.get("XPTRACE_TEST_PERF_PLUGIN", "")
+    if not work2 or not plugin:
+        print(f"SKIP [{mode}]: no perf_work fixture for the timer method (a sanitizer build)")
+        sys.exit(77)
+    shutil.copy(plugin, os.path.join(scratch, "plain.so"))
+    rc, out, err, st = timer("p", [work2, "plugin", "./plain.so"], freq="1000")
+    c.check(rc == 0 and self_share(st, "plugin_spin") >= 60, f"relative dlopen: {rc} {st} {err}")
+    lib = os.path.join(scratch, "swap.so")
+    shutil.copy(plugin, lib)
+    data = bytearray(open(plugin, "rb").read())
+    notes = subprocess.run(["readelf", "-n", plugin], capture_output=True, text=True).stdout
+    bid = bytes.fromhex(notes.split("Build ID: ")[1].split()[0])
+    data[data.index(bid)] ^= 0xFF
+    with open(lib + ".new", "wb") as f:
+        f.write(data)
+    p = subprocess.Popen([xptrace, "sample", "--method", "timer", "-f", "1000", "-o", "b", "--", work2, "plugin",
+                          "./swap.so"], cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # "closed": dlclose'd, still running
+    os.replace(lib + ".new", lib)
+    out, err = p.communicate(timeout=100)
+    st = read_folded(os.path.join(scratch, "b", "samples.folded")) or []
+    c.check(p.returncode == 0 and line == "closed\n", f"exit {p.returncode}: {line} {err}")
+    c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
+    c.check(inclusive(st, "plugin_spin") == 0, f"named from the replacing file: {st}")
+    c.check(sum(w for f, w in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
+
+elif mode == "refused":
+    # perf_event_open refused (a seccomp filter, as containers have): the
+    # default and --method perf both fall back to the timer method, with
+    # one line saying why.
+    no_perf = os.environ.get("XPTRACE_TEST_NO_PERF", "")
+    for name, method in (("d", ()), ("m", ("--method", "perf"))):
+        rc, so, err = run([no_perf, xptrace, "sample", *method, "-f", "1000", "-o", name, "--",
+                           work, "threads", "1"], cwd=scratch)
+        if rc == 77 and "seccomp filter refused" in err:
+            print(f"SKIP [{mode}]: {err.strip()}")
+            sys.exit(77)
+        st = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+        c.check(rc == 0, f"{method}: exit {rc}: {err}")
+        why = [line for line in err.splitlines() if "perf_event_open refused" in line]
+        c.check(len(why) == 1 and re.match(r"xptrace sample: perf_event_open refused \(Operation not permitted; "
+                                           r"kernel.perf_event_paranoid=-?\d+; a seccomp filter is on, as in containers\); "
+                                           r"using the timer method$", why[0]),
+                f"{method}: no single fallback line: {err}")
+        c.check("method timer" in err and inclusive(st, "heavy_work") > 0, f"{method}: not sampled by timer: {err}")
+        report_ok(err, name, "spin")
+    # --method timer never tries perf: nothing to say.
+    rc, so, err = run([no_perf, xptrace, "sample", "--method", "timer", "-o", "t", "--", work, "threads", "1"],
+                      cwd=scratch)
+    c.check(rc == 0 and "perf_event_open" not in err, f"--method timer: {rc} {err}")
 
 elif mode == "debian":
     # Real programs: xz's worker threads block every signal (said, with

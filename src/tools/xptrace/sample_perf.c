@@ -330,6 +330,43 @@ static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu) {
   return (int)syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* A seccomp filter on us (containers): the likelier cause of a refusal
+ * when perf_event_paranoid allows the call. */
+static bool seccomp_filtered(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  long mode = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Seccomp: %ld", &mode) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return mode == 2;
+}
+
+/* The CPU time of the command's own thread, read when it has ended but
+ * is not reaped.  Its events are the originals, which give no READ record
+ * at exit (and may have been swapped with a thread's inherited ones at a
+ * context switch, so their counts are no guide). UINT64_MAX: unknown. */
+static uint64_t main_thread_cpu(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return UINT64_MAX;
+  buf[n] = '\0';
+  /* After "(comm)": state is field 3, utime and stime fields 14 and 15. */
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return UINT64_MAX;
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? (ut + st) * (1000000000ull / (unsigned long long)hz) : UINT64_MAX;
+}
+
 bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   struct perf_event_attr a;
   make_attr(o, &a, false);
@@ -339,8 +376,9 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
     return true;
   }
   int err = errno;
-  snprintf(why, len, "perf_event_open refused (%s; kernel.perf_event_paranoid=%ld)", strerror(err),
-           read_sysctl("perf_event_paranoid", -9));
+  snprintf(why, len, "perf_event_open refused (%s; kernel.perf_event_paranoid=%ld%s)", strerror(err),
+           read_sysctl("perf_event_paranoid", -9),
+           seccomp_filtered() ? "; a seccomp filter is on, as in containers" : "");
   return false;
 }
 
@@ -466,6 +504,10 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   for (;;) {
+    siginfo_t si;
+    si.si_pid = 0;
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid && s.session)
+      xs_thread_exit(s.session, pid, pid, 0, main_thread_cpu(pid));
     pid_t w = wait4(pid, &status, WNOHANG, &ru);
     if (w == pid)
       break;
@@ -498,8 +540,17 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies",
              o->stack_size / 1024);
   xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder};
-  if (s.session && nrings)
-    xs_session_finish(s.session, &ms);
+  if (s.session && nrings && xs_session_finish(s.session, &ms) == 0) {
+    /* Never "no samples" without a reason. */
+    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+    if (user < 1.0 / effective_hz(o))
+      fprintf(stderr, "xptrace sample: no samples: the program used %.3f s of user-space CPU time, less than one "
+              "sampling period (kernel time is not sampled; raise -f)\n", user);
+    else
+      fprintf(stderr, "xptrace sample: no samples: %llu lost, %llu throttled by the kernel "
+              "(kernel.perf_event_max_sample_rate; lower -f)\n", (unsigned long long)s.lost,
+              (unsigned long long)s.throttled);
+  }
   xs_session_free(s.session);
   unw_free(s.unw);
   free(s.pcs);

@@ -96,7 +96,10 @@ void unw_free(unw_t *u) {
   free(u);
 }
 
+/* u is NULL with --call-graph fp (or out of memory): nothing is tracked. */
 static uproc_t *proc_find(unw_t *u, pid_t pid) {
+  if (!u)
+    return NULL;
   for (size_t i = u->nprocs; i-- > 0;)
     if (u->procs[i].pid == pid)
       return &u->procs[i];
@@ -105,7 +108,7 @@ static uproc_t *proc_find(unw_t *u, pid_t pid) {
 
 static uproc_t *proc_get(unw_t *u, pid_t pid) {
   uproc_t *p = proc_find(u, pid);
-  if (p || !grow(&u->procs, &u->capprocs, u->nprocs, sizeof *u->procs))
+  if (p || !u || !grow(&u->procs, &u->capprocs, u->nprocs, sizeof *u->procs))
     return p;
   p = &u->procs[u->nprocs++];
   memset(p, 0, sizeof *p);

@@ -84,6 +84,8 @@ typedef struct recording {
 typedef struct map_entry {
   uint64_t start, end, offset, bias, unmapped;
   const char *path;
+  const uint8_t *bid; /* build id, in the recording; NULL: unknown */
+  size_t bid_len;
   bool ours; /* the sampler library itself */
 } map_entry_t;
 
@@ -200,6 +202,10 @@ static void meta_record(const srec_any_t *a, void *ctx) {
     e->bias = r->bias;
     e->unmapped = UINT64_MAX;
     e->path = r->path; /* points into the mapping of the recording */
+    size_t after = a->size - sizeof *r - strlen(r->path) - 1; /* bytes after the path's NUL */
+    const uint8_t *b = (const uint8_t *)r->path + strlen(r->path) + 1;
+    e->bid_len = after >= 1 && b[0] && b[0] <= after - 1 ? b[0] : 0;
+    e->bid = e->bid_len ? b + 1 : NULL;
     e->ours = strcmp(base ? base + 1 : r->path, "libxptrace_sampler.so") == 0;
   }
 }
@@ -268,7 +274,8 @@ static void feed(xs_session_t *s, const recording_t *r, bool exec_of_known, tota
       if (m.maps[j].unmapped != UINT64_MAX && m.maps[j].unmapped > t && m.maps[j].start < m.maps[i].end &&
           m.maps[i].start < m.maps[j].end)
         t = m.maps[j].unmapped;
-    xs_mapping(s, h->pid, t, m.maps[i].start, m.maps[i].end, m.maps[i].offset, m.maps[i].path, NULL, 0);
+    xs_mapping(s, h->pid, t, m.maps[i].start, m.maps[i].end, m.maps[i].offset, m.maps[i].path, m.maps[i].bid,
+               m.maps[i].bid_len);
   }
   for (size_t i = 0; i < m.nthreads; ++i) {
     thread_entry_t *t = &m.threads[i];
@@ -501,6 +508,18 @@ int sample_timer_report(const sample_timer_opts_t *o) {
   for (size_t i = 0; i < l.n; ++i) {
     unlink(l.r[i].path);
     munmap((void *)(uintptr_t)l.r[i].map, l.r[i].len);
+  }
+  /* The folders of forked and exec'd processes that held nothing else
+   * (sample: one report; run --sample keeps their traces there). */
+  size_t top = strlen(o->dir);
+  for (size_t i = 0; i < l.n; ++i) {
+    char *slash;
+    while ((slash = strrchr(l.r[i].path, '/')) != NULL && (size_t)(slash - l.r[i].path) > top &&
+           strncmp(l.r[i].path, o->dir, top) == 0) {
+      *slash = '\0';
+      if (rmdir(l.r[i].path) != 0)
+        break;
+    }
   }
   free(l.r);
   return 0;

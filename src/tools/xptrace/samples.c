@@ -367,11 +367,21 @@ void xs_sample_named(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, ui
 
 static void symbolize(xs_session_t *s) {
   xsym_frame_t out[32];
+  const xsym_module_t *said[8];
+  size_t nsaid = 0;
   for (size_t i = 0; i < s->nframes; ++i) {
     xs_frm_t *f = &s->frames[i];
     size_t n = 1;
     if (f->module) {
       n = xsym_lookup(s->xsym, f->module, f->off, out, 32);
+      bool known = false;
+      for (size_t k = 0; k < nsaid; ++k)
+        known |= said[k] == f->module;
+      if (!known && nsaid < 8 && xsym_module_changed(f->module)) {
+        said[nsaid++] = f->module;
+        fprintf(stderr, "xptrace sample: %s was replaced after it was mapped (another build id): its "
+                "frames are shown as %s+0xoffset\n", xsym_module_path(f->module), xsym_module_name(f->module));
+      }
     } else {
       out[0] = (xsym_frame_t){f->name ? f->name : "[unknown]", NULL, 0, false};
     }
