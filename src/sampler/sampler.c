@@ -10,6 +10,7 @@
  * I/O in the handler.  The launcher reads the recording after the
  * program ended, however it ended, and writes the results. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -26,6 +27,35 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+
+/* libunwind is opened RTLD_LOCAL at load time, not linked: linked into a
+ * preloaded library, its _Unwind_* functions would come before libgcc_s's
+ * in the program's global scope and take over the program's C++ exceptions
+ * (and sanitizers' stack traces, which then deadlock on its lock). */
+#define SAMPLER_STR2(x) #x
+#define SAMPLER_STR(x) SAMPLER_STR2(x)
+static struct {
+  int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+  int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+  int (*step)(unw_cursor_t *);
+  int (*backtrace)(void **, int);
+  int (*set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
+  unw_addr_space_t *local_as;
+} unw;
+
+static bool unwinder_open(void) {
+  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return false;
+  *(void **)&unw.init_local2 = dlsym(h, SAMPLER_STR(unw_init_local2));
+  *(void **)&unw.get_reg = dlsym(h, SAMPLER_STR(unw_get_reg));
+  *(void **)&unw.step = dlsym(h, SAMPLER_STR(unw_step));
+  *(void **)&unw.backtrace = dlsym(h, SAMPLER_STR(unw_backtrace));
+  *(void **)&unw.set_caching_policy = dlsym(h, SAMPLER_STR(unw_set_caching_policy));
+  unw.local_as = dlsym(h, SAMPLER_STR(unw_local_addr_space));
+  return unw.init_local2 && unw.get_reg && unw.step && unw.backtrace && unw.set_caching_policy &&
+         unw.local_as;
+}
 
 #include "sampler_internal.h"
 #include "xpt_collector.h"
@@ -283,7 +313,7 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
     return;
   }
   unw_cursor_t cursor;
-  if (unw_init_local2(&cursor, (unw_context_t *)uctx, UNW_INIT_SIGNAL_FRAME) < 0) {
+  if (unw.init_local2(&cursor, (unw_context_t *)uctx, UNW_INIT_SIGNAL_FRAME) < 0) {
     srec_lost();
     return;
   }
@@ -291,10 +321,10 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
   uint8_t truncated = 0;
   for (;;) {
     unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+    if (unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
       break;
     s->pc[n++] = (uint64_t)ip;
-    if (unw_step(&cursor) <= 0)
+    if (unw.step(&cursor) <= 0)
       break;
     if (n == cfg.depth) {
       truncated = 1;
@@ -458,7 +488,7 @@ static void thread_begin(bool is_main, void *routine) {
     return;
   t->routine = routine;
   if (routine)
-    t->nbase = unw_backtrace(t->base, (int)(sizeof t->base / sizeof t->base[0]));
+    t->nbase = unw.backtrace(t->base, (int)(sizeof t->base / sizeof t->base[0]));
   t->tid = sampler_gettid();
   if (pthread_getcpuclockid(pthread_self(), &t->cpu_clock) != 0)
     t->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
@@ -904,7 +934,11 @@ __attribute__((constructor)) static void sampler_load(void) {
   }
   /* Unwind tables of each thread are cached per thread: no lock shared
    * between handlers. */
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  if (!unwinder_open()) {
+    xpt_msg("xptrace: the timer sampler needs libunwind.so.8 (%s); sampling disabled\n", dlerror());
+    return;
+  }
+  unw.set_caching_policy(*unw.local_as, UNW_CACHE_PER_THREAD);
 
   int wanted[SAMPLER_NCLOCKS] = {SIGPROF, 0};
   if (cfg.on[SAMPLER_REALTIME]) {

@@ -72,9 +72,11 @@ elif mode == "short":
     share = 100.0 * long_w / max(1, long_w + short_w)
     print(f"long thread {share:.1f}%, short threads {100 - share:.1f}% of {n}")
     c.check(abs(share - 50) <= 6, f"long thread {share:.1f}% vs 500 short threads, truth 50/50 +- 6")
-    # Every thread sampled (a thread id reused on a busy machine makes two one).
+    # Every short thread sampled, give or take two on a loaded machine (a
+    # thread id reused makes two one; the main thread may spend < 1 period).
     m = re.search(r"(\d+) of (\d+) thread\(s\) sampled", err)
-    c.check(m and m.group(1) == m.group(2) and int(m.group(2)) >= 490, f"threads sampled: {err}")
+    c.check(m and int(m.group(1)) >= int(m.group(2)) - 2 and int(m.group(2)) >= 490,
+            f"threads sampled: {err}")
 
 elif mode == "rate":
     # 1 kHz asked on CPU time: the kernel delivers at its tick, the weights
