@@ -43,6 +43,7 @@ typedef struct causal_thread {
   int64_t blocked_at; /* global delay when it blocked */
   atomic_int paying;
   bool live;
+  uint64_t runnable_ns; /* CPU time + run-queue wait at the last sample */
 } causal_thread_t;
 
 extern _Atomic int64_t causal_global_ns; /* delay every thread owes in total */
@@ -58,8 +59,9 @@ int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(vo
 
 /* ---- experiments (causal.c) ------------------------------------------------ */
 
-/* One sample of thread t at `pc`, `hits` periods: count, delay. */
-void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits);
+/* One sample of thread t at `pc`, `hits` periods, standing for span_ns
+ * of the thread's runnable time: count, delay. */
+void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_ns);
 /* Whether new threads are sampled. */
 bool causal_exp_active(void);
 void causal_exp_forked(void);
@@ -90,6 +92,7 @@ typedef struct {
   long max_experiments;     /* XPTRACE_CAUSAL_EXPERIMENTS, 0 unlimited */
   double max_seconds;       /* XPTRACE_CAUSAL_DURATION, 0 unlimited */
   long period_us;           /* XPTRACE_CAUSAL_PERIOD_US */
+  bool cpu_only;            /* XPTRACE_CAUSAL_CPU_ONLY=1: delays per CPU period */
 } causal_cfg_t;
 extern causal_cfg_t causal_cfg;
 

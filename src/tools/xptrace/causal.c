@@ -28,7 +28,7 @@ static const char usage_causal[] =
     "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n"
     "  -l, --line FILE:N        experiment on this line only (repeat: one variant each)\n"
     "  -s, --speedup PCT        this virtual speedup only, 0 to 100 (repeat: one\n"
-    "                           variant each); alternates with 0 %% (the baseline)\n"
+    "                           variant each); alternates with 0 % (the baseline)\n"
     "      --variants N         run each configuration N times, one process each\n"
     "      --source-scope GLOB  lines of these source files only (default: all but /usr/)\n"
     "      --binary-scope GLOB  lines of these binaries only (default: the executable)\n"
@@ -36,9 +36,11 @@ static const char usage_causal[] =
     "      --experiments N      stop experimenting after N experiments per process\n"
     "      --duration S         stop experimenting after S seconds per process\n"
     "      --period US          sample period of each thread's CPU time (default 1000)\n"
-    "  -p, --progress STREAM:TYPE  count an XPTI trace point type on a stream\n"
-    "                           (e.g. opencl.graph:task_end) as a progress point\n"
-    "      --progress-function NAME  count entries of a function (not available yet)\n"
+    "  -p, --progress STREAM:TYPE[:NAME]  count an XPTI trace point type on a stream\n"
+    "                           (e.g. opencl.graph:task_end), of events named NAME\n"
+    "                           only if given, as a progress point\n"
+    "      --progress-function NAME  count the entries of function NAME, patched in\n"
+    "                           the unmodified program (see docs/functions.md)\n"
     "      --report FILE        rank the experiments of a profile.coz and exit\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
@@ -110,6 +112,50 @@ static int report(const char *dir) {
   return causal_report_write(profile, dir);
 }
 
+/* A C or C++ (demangled) name: no space, comma or colon-free garbage. */
+static bool function_name_ok(const char *s) {
+  if (!*s || strlen(s) > 120)
+    return false;
+  for (; *s; ++s)
+    if (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n')
+      return false;
+  return true;
+}
+
+/* --progress-function: libxptrace_functions.so patches NAME's entry (or
+ * uses the compiler's hooks) and notifies function_begin on stream
+ * xptrace.functions; we count those of NAME through the same XPTI
+ * subscription as --progress.  The regex matches NAME literally. */
+static int progress_function(bool verbose, const char *name, const char **progress, int *n) {
+  static char spec[256];
+  char fnlib[PATH_MAX + 64], regex[512], *r = regex;
+  lib_path("libxptrace_functions.so", fnlib, sizeof fnlib);
+  if (access(fnlib, R_OK) != 0)
+    return usage_error(usage_causal, "function hooks not installed: %s: %s", fnlib,
+                       strerror(errno));
+  for (const char *c = name; *c && r < regex + sizeof regex - 3; ++c) {
+    if (strchr("\\^$.|?*+()[]{}", *c))
+      *r++ = '\\';
+    *r++ = *c;
+  }
+  *r = '\0';
+  set_env(verbose, "XPTRACE_FUNCTIONS", regex);
+  unsetenv("XPTRACE_FUNCTIONS_EXCLUDE");
+  unsetenv("XPTRACE_FUNCTIONS_DEPTH");
+  unsetenv("XPTRACE_FUNCTIONS_MIN_DURATION");
+  const char *preload = getenv("LD_PRELOAD"); /* ours: causal first, then the user's */
+  char *joined = NULL;
+  if (asprintf(&joined, "%s:%s", fnlib, preload ? preload : "") < 0)
+    return 1;
+  set_env(verbose, "LD_PRELOAD", joined); /* the hooks must come first (docs/functions.md) */
+  free(joined);
+  snprintf(spec, sizeof spec, "xptrace.functions:function_begin:%s", name);
+  if (*n >= MAX_SET)
+    return usage_error(usage_causal, "more than %d progress points", MAX_SET);
+  progress[(*n)++] = spec;
+  return 0;
+}
+
 static int add_set(const char **set, int *n, const char *v, const char *what) {
   if (*n >= MAX_SET)
     return usage_error(usage_causal, "more than %d %s values", MAX_SET, what);
@@ -141,7 +187,7 @@ int cmd_causal(int argc, char **argv) {
   const char *lines[MAX_SET], *speedups[MAX_SET], *progress[MAX_SET];
   int nlines = 0, nspeedups = 0, nprogress = 0, rc;
   const char *sscope = NULL, *bscope = NULL, *window = NULL, *exps = NULL, *duration = NULL,
-             *period = NULL, *output = NULL;
+             *period = NULL, *output = NULL, *pfunc = NULL;
   long variants = 1, v;
   bool verbose = false;
   opterr = 0;
@@ -162,8 +208,9 @@ int cmd_causal(int argc, char **argv) {
         return rc;
       break;
     case 'p':
-      if (!strchr(optarg, ':') || strchr(optarg, ','))
-        return usage_error(usage_causal, "progress '%s' is not STREAM:TYPE", optarg);
+      if (!strchr(optarg, ':') || optarg[0] == ':' || strchr(optarg, ',') ||
+          strlen(optarg) > 200)
+        return usage_error(usage_causal, "progress '%s' is not STREAM:TYPE[:NAME]", optarg);
       if ((rc = add_set(progress, &nprogress, optarg, "--progress")))
         return rc;
       break;
@@ -194,8 +241,12 @@ int cmd_causal(int argc, char **argv) {
       period = optarg;
       break;
     case OPT_PFUNC:
-      return usage_error(usage_causal,
-                         "--progress-function needs the function hooks, not in this build");
+      if (!function_name_ok(optarg))
+        return usage_error(usage_causal, "function '%s' is not a function name", optarg);
+      if (pfunc)
+        return usage_error(usage_causal, "--progress-function given twice");
+      pfunc = optarg;
+      break;
     case OPT_REPORT: return causal_report_write(optarg, NULL);
     case 'o': output = optarg; break;
     case 'v': verbose = true; break;
@@ -234,6 +285,8 @@ int cmd_causal(int argc, char **argv) {
   for (size_t i = 0; i < sizeof plain / sizeof *plain; ++i)
     if (plain[i].value)
       set_env(verbose, plain[i].name, plain[i].value);
+  if (pfunc && (rc = progress_function(verbose, pfunc, progress, &nprogress)))
+    return rc;
   if (nprogress) {
     char list[4096] = "", dispatcher[PATH_MAX + 64];
     for (int i = 0; i < nprogress; ++i)
