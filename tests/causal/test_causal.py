@@ -18,6 +18,9 @@ SCENARIO, XPTRACE, BIN, SCRATCH = sys.argv[1:5]
 SANITIZE = sys.argv[5] if len(sys.argv) > 5 else ""
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "causal_fixture.c")
 ROUNDS = 40
+if SANITIZE:  # the sanitized library goes into the sanitized fixtures
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") +
+                                  ":verify_asan_link_order=0").lstrip(":")
 
 
 def fail(msg):

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Causal profiling against a real speedup (issue 14's validation).
+
+tests/causal/causal_fixture.c runs, per round, line A (4 M iterations) and
+line B (1.6 M) in two threads and joins both.  Built with A_PCT / B_PCT
+below 100 the line really does that much less work.  For each line and
+speedup s in {25, 50}:
+  real      = 1 - (time per round of the build doing s % less) / (base build's),
+              medians of REPS interleaved runs;
+  xptrace   = `xptrace causal --line L --speedup s` on the base build (baseline
+              windows alternate with s windows in the same process);
+  xptrace-cpu = the same with XPTRACE_CAUSAL_CPU_ONLY=1 (delays per CPU period,
+              as Coz does, instead of per runnable time);
+  coz       = Coz 0.2.2 (`coz run --fixed-line L --fixed-speedup s`, and a run
+              at 0 for its baseline), built with -gdwarf-3 -gstrict-dwarf as it
+              needs, if `coz` is installed.
+Predictions pool every window of a configuration: 1 - period(s) / period(0),
+period = sum(duration) / sum(visits), as Coz's viewer computes them.
+
+  bench/causal/run_causal.py [BUILD_DIR]   (env: REPS=5, SECONDS=8, NOCOZ=1)"""
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+XPTRACE = os.path.join(BUILD, "bin", "xptrace")
+SRC = os.path.join(ROOT, "tests", "causal", "causal_fixture.c")
+REPS = int(os.environ.get("REPS", "5"))
+SECONDS = float(os.environ.get("SECONDS", "8"))
+TMP = tempfile.mkdtemp(prefix="causal-bench-")
+
+
+def line_of(tag):
+    with open(SRC) as f:
+        for n, text in enumerate(f, 1):
+            if tag in text:
+                return n
+    raise SystemExit("no %s in %s" % (tag, SRC))
+
+
+def build(name, defs, flags=("-g",)):
+    exe = os.path.join(TMP, name)
+    subprocess.run(["gcc", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), SRC, "-o", exe,
+                    "-pthread"] + ["-D" + d for d in defs], check=True)
+    return exe
+
+
+def period(exe, rounds):
+    out = subprocess.run([exe, str(rounds)], stdout=subprocess.PIPE, text=True, check=True).stdout
+    return float(re.search(r"([0-9.]+) s per round", out).group(1))
+
+
+def pooled(profile, line_suffix):
+    acc = {}
+    exp = None
+    with open(profile) as f:
+        for raw in f:
+            parts = raw.rstrip("\n").split("\t")
+            fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+            if parts[0] == "experiment":
+                exp = fields if fields["selected"].endswith(line_suffix) else None
+                if exp:
+                    acc.setdefault(round(float(exp["speedup"]) * 100), [0, 0])[0] += \
+                        int(exp["duration"])
+            elif parts[0] in ("throughput-point", "progress-point") and exp:
+                acc[round(float(exp["speedup"]) * 100)][1] += int(fields["delta"])
+    return acc
+
+
+def predict(acc, s):
+    if 0 not in acc or s not in acc or not acc[0][1] or not acc[s][1]:
+        return float("nan")
+    return 100 * (1 - (acc[s][0] / acc[s][1]) / (acc[0][0] / acc[0][1]))
+
+
+def xptrace_predictions(exe, line, rounds, cpu_only):
+    out = os.path.join(TMP, "xp-%d-%d" % (line, cpu_only))
+    env = dict(os.environ)
+    if cpu_only:
+        env["XPTRACE_CAUSAL_CPU_ONLY"] = "1"
+    subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line",
+                    "causal_fixture.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
+                    exe, str(rounds)], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    acc = pooled(os.path.join(out, "profile.coz"), "causal_fixture.c:%d" % line)
+    return {s: predict(acc, s) for s in (25, 50)}, acc
+
+
+def coz_predictions(exe, line, rounds):
+    acc = {}
+    for s in (0, 25, 50):
+        out = os.path.join(TMP, "coz-%d-%d.coz" % (line, s))
+        subprocess.run(["coz", "run", "--fixed-line", "causal_fixture.c:%d" % line,
+                        "--fixed-speedup", str(s), "-o", out, "---", exe, str(rounds), "coz"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if os.path.exists(out):
+            for k, v in pooled(out, "causal_fixture.c:%d" % line).items():
+                a = acc.setdefault(k, [0, 0])
+                a[0] += v[0]
+                a[1] += v[1]
+    return {s: predict(acc, s) for s in (25, 50)}, acc
+
+
+def main():
+    if not os.access(XPTRACE, os.X_OK):
+        raise SystemExit("build first: no %s" % XPTRACE)
+    la, lb = line_of("LINE_A"), line_of("LINE_B")
+    exes = {"base": build("base", []), "a75": build("a75", ["A_PCT=75"]),
+            "a50": build("a50", ["A_PCT=50"]), "b75": build("b75", ["B_PCT=75"]),
+            "b50": build("b50", ["B_PCT=50"])}
+    p0 = period(exes["base"], 20)
+    rounds = max(50, int(1.5 / p0))
+    times = {k: [] for k in exes}
+    for _ in range(REPS):  # interleaved: the machine's load drifts
+        for k, exe in exes.items():
+            times[k].append(period(exe, rounds))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    real = {("A", 25): 100 * (1 - med["a75"] / med["base"]),
+            ("A", 50): 100 * (1 - med["a50"] / med["base"]),
+            ("B", 25): 100 * (1 - med["b75"] / med["base"]),
+            ("B", 50): 100 * (1 - med["b50"] / med["base"])}
+    print("base build: %.2f ms per round (median of %d runs of %d rounds)"
+          % (1e3 * med["base"], REPS, rounds))
+    long_rounds = max(100, int(2 * SECONDS / med["base"]))  # two variants of SECONDS each
+    pred = {}
+    for name, line in (("A", la), ("B", lb)):
+        for cpu_only in (0, 1):
+            p, acc = xptrace_predictions(exes["base"], line, long_rounds, cpu_only)
+            tag = "xptrace-cpu" if cpu_only else "xptrace"
+            for s in (25, 50):
+                pred[(tag, name, s)] = p[s]
+            print("%s line %s windows: %s" % (tag, name, {k: v[1] for k, v in acc.items()}),
+                  file=sys.stderr)
+    have_coz = shutil.which("coz") and not os.environ.get("NOCOZ")
+    if have_coz:
+        coz_exe = build("coz", [], ("-gdwarf-3", "-gstrict-dwarf"))
+        for name, line in (("A", la), ("B", lb)):
+            p, acc = coz_predictions(coz_exe, line, max(50, int(SECONDS / med["base"])))
+            for s in (25, 50):
+                pred[("coz", name, s)] = p[s]
+            print("coz line %s windows: %s" % (name, {k: v[1] for k, v in acc.items()}),
+                  file=sys.stderr)
+    tools = ["xptrace", "xptrace-cpu"] + (["coz"] if have_coz else [])
+    print("| line | speedup | real | " + " | ".join(tools) + " |")
+    print("|---|---|---|" + "---|" * len(tools))
+    for name in ("A", "B"):
+        for s in (25, 50):
+            cells = ["%+.1f" % pred[(t, name, s)] for t in tools]
+            print("| %s (%s) | %d %% | %+.1f | %s |" % (
+                name, "critical path" if name == "A" else "off it", s, real[(name, s)],
+                " | ".join(cells)))
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
