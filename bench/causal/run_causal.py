@@ -55,27 +55,62 @@ def period(exe, rounds):
     return float(re.search(r"([0-9.]+) s per round", out).group(1))
 
 
-def pooled(profile, line_suffix):
-    acc = {}
-    exp = None
+def windows(profile, line_suffix):
+    """[(process index, speedup %, duration, visits)] in file order."""
+    out, proc, exp = [], -1, None
     with open(profile) as f:
         for raw in f:
             parts = raw.rstrip("\n").split("\t")
             fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-            if parts[0] == "experiment":
-                exp = fields if fields["selected"].endswith(line_suffix) else None
-                if exp:
-                    acc.setdefault(round(float(exp["speedup"]) * 100), [0, 0])[0] += \
-                        int(exp["duration"])
+            if parts[0] == "startup":
+                proc += 1
+            elif parts[0] == "experiment":
+                exp = None
+                if fields["selected"].endswith(line_suffix):
+                    exp = [proc, round(float(fields["speedup"]) * 100), int(fields["duration"]), 0]
+                    out.append(exp)
             elif parts[0] in ("throughput-point", "progress-point") and exp:
-                acc[round(float(exp["speedup"]) * 100)][1] += int(fields["delta"])
-    return acc
+                exp[3] += int(fields["delta"])
+    return out
 
 
-def predict(acc, s):
-    if 0 not in acc or s not in acc or not acc[0][1] or not acc[s][1]:
-        return float("nan")
-    return 100 * (1 - (acc[s][0] / acc[s][1]) / (acc[0][0] / acc[0][1]))
+def predict(wins, s, block=8):
+    """1 - period(s) / period(0), pooled within blocks of `block`
+    consecutive windows of one process (the baseline alternates with s, so
+    a block sees one load; Coz's fixed runs: one process per speedup, so the
+    block pairs its windows with the baseline process's same-numbered ones),
+    median over blocks, and the pooled value over everything (Coz's
+    viewer's way)."""
+    preds = []
+    groups = {}
+    for w in wins:
+        groups.setdefault(w[0], []).append(w)
+    procs = list(groups.values())
+    if all(len({w[1] for w in g}) == 1 for g in procs):  # one speedup per process
+        base = [g for g in procs if g[0][1] == 0]
+        mine = [g for g in procs if g[0][1] == s]
+        if not base or not mine:
+            return float("nan"), float("nan")
+        pairs = list(zip(base[0], mine[0]))
+        procs = [[w for pair in pairs for w in pair]]
+    for g in procs:
+        for i in range(0, len(g) - block + 1, block):
+            acc = {}
+            for _, sp, d, v in g[i:i + block]:
+                a = acc.setdefault(sp, [0, 0])
+                a[0] += d
+                a[1] += v
+            if acc.get(0, [0, 0])[1] and acc.get(s, [0, 0])[1]:
+                preds.append(100 * (1 - (acc[s][0] / acc[s][1]) / (acc[0][0] / acc[0][1])))
+    tot = {}
+    for _, sp, d, v in wins:
+        a = tot.setdefault(sp, [0, 0])
+        a[0] += d
+        a[1] += v
+    pooled = float("nan")
+    if tot.get(0, [0, 0])[1] and tot.get(s, [0, 0])[1]:
+        pooled = 100 * (1 - (tot[s][0] / tot[s][1]) / (tot[0][0] / tot[0][1]))
+    return (statistics.median(preds) if preds else float("nan")), pooled
 
 
 def xptrace_predictions(exe, line, rounds, cpu_only):
@@ -87,23 +122,20 @@ def xptrace_predictions(exe, line, rounds, cpu_only):
                     "causal_fixture.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
                     exe, str(rounds)], env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=True)
-    acc = pooled(os.path.join(out, "profile.coz"), "causal_fixture.c:%d" % line)
-    return {s: predict(acc, s) for s in (25, 50)}, acc
+    wins = windows(os.path.join(out, "profile.coz"), "causal_fixture.c:%d" % line)
+    return {s: predict(wins, s) for s in (25, 50)}, len(wins)
 
 
 def coz_predictions(exe, line, rounds):
-    acc = {}
-    for s in (0, 25, 50):
+    wins = []
+    for k, s in enumerate((0, 25, 50)):
         out = os.path.join(TMP, "coz-%d-%d.coz" % (line, s))
         subprocess.run(["coz", "run", "--fixed-line", "causal_fixture.c:%d" % line,
                         "--fixed-speedup", str(s), "-o", out, "---", exe, str(rounds), "coz"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         if os.path.exists(out):
-            for k, v in pooled(out, "causal_fixture.c:%d" % line).items():
-                a = acc.setdefault(k, [0, 0])
-                a[0] += v[0]
-                a[1] += v[1]
-    return {s: predict(acc, s) for s in (25, 50)}, acc
+            wins += [[k] + w[1:] for w in windows(out, "causal_fixture.c:%d" % line)]
+    return {s: predict(wins, s, block=4) for s in (25, 50)}, len(wins)
 
 
 def main():
@@ -120,10 +152,12 @@ def main():
         for k, exe in exes.items():
             times[k].append(period(exe, rounds))
     med = {k: statistics.median(v) for k, v in times.items()}
-    real = {("A", 25): 100 * (1 - med["a75"] / med["base"]),
-            ("A", 50): 100 * (1 - med["a50"] / med["base"]),
-            ("B", 25): 100 * (1 - med["b75"] / med["base"]),
-            ("B", 50): 100 * (1 - med["b50"] / med["base"])}
+    real, spread = {}, {}
+    for key, b in ((("A", 25), "a75"), (("A", 50), "a50"), (("B", 25), "b75"),
+                   (("B", 50), "b50")):
+        real[key] = 100 * (1 - med[b] / med["base"])
+        paired = [100 * (1 - x / y) for x, y in zip(times[b], times["base"])]
+        spread[key] = (min(paired), max(paired))
     print("base build: %.2f ms per round (median of %d runs of %d rounds)"
           % (1e3 * med["base"], REPS, rounds))
     long_rounds = max(100, int(2 * SECONDS / med["base"]))  # two variants of SECONDS each
@@ -134,8 +168,7 @@ def main():
             tag = "xptrace-cpu" if cpu_only else "xptrace"
             for s in (25, 50):
                 pred[(tag, name, s)] = p[s]
-            print("%s line %s windows: %s" % (tag, name, {k: v[1] for k, v in acc.items()}),
-                  file=sys.stderr)
+            print("%s line %s: %d windows" % (tag, name, acc), file=sys.stderr)
     have_coz = shutil.which("coz") and not os.environ.get("NOCOZ")
     if have_coz:
         coz_exe = build("coz", [], ("-gdwarf-3", "-gstrict-dwarf"))
@@ -143,16 +176,18 @@ def main():
             p, acc = coz_predictions(coz_exe, line, max(50, int(SECONDS / med["base"])))
             for s in (25, 50):
                 pred[("coz", name, s)] = p[s]
-            print("coz line %s windows: %s" % (name, {k: v[1] for k, v in acc.items()}),
-                  file=sys.stderr)
+            print("coz line %s: %d windows" % (name, acc), file=sys.stderr)
     tools = ["xptrace", "xptrace-cpu"] + (["coz"] if have_coz else [])
+    print("program speedup in %: real = median of the paired runs [their range];")
+    print("predicted = median over blocks of windows (all windows pooled, as Coz's viewer)")
     print("| line | speedup | real | " + " | ".join(tools) + " |")
     print("|---|---|---|" + "---|" * len(tools))
     for name in ("A", "B"):
         for s in (25, 50):
-            cells = ["%+.1f" % pred[(t, name, s)] for t in tools]
-            print("| %s (%s) | %d %% | %+.1f | %s |" % (
-                name, "critical path" if name == "A" else "off it", s, real[(name, s)],
+            cells = ["%+.1f (%+.1f)" % pred[(t, name, s)] for t in tools]
+            lo, hi = spread[(name, s)]
+            print("| %s (%s) | %d %% | %+.1f [%+.0f, %+.0f] | %s |" % (
+                name, "critical path" if name == "A" else "off it", s, real[(name, s)], lo, hi,
                 " | ".join(cells)))
     shutil.rmtree(TMP, ignore_errors=True)
 

@@ -34,20 +34,20 @@
 #define A_WORK (4000000L * A_PCT / 100)
 #define B_WORK (1600000L * B_PCT / 100)
 
-static volatile double sink;
+static volatile double sink_a, sink_b; /* one per thread: no race */
 static volatile long rounds_done;
 
 __attribute__((noinline)) static void *work_a(void *arg) {
   double x = 1.0;
   for (long i = 0; i < A_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_A */
-  sink = x;
+  sink_a = x;
   return arg;
 }
 
 __attribute__((noinline)) static void *work_b(void *arg) {
   double x = 2.0;
   for (long i = 0; i < B_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_B */
-  sink = x;
+  sink_b = x;
   return arg;
 }
 

@@ -288,19 +288,30 @@ def scenario_scope():
     check_profile(out, "round", ROUNDS)
 
 
-def predicted(out, line):
-    """1 - period(speedup) / period(baseline), pooled over experiments."""
-    acc = {}
-    for e, pts in experiments(parse_coz(os.path.join(out, "profile.coz"))):
-        if not e["selected"].endswith(line):
-            continue
-        d = acc.setdefault(e["speedup"], [0, 0])
-        d[0] += int(e["duration"])
-        d[1] += sum(int(f["delta"]) for k, f in pts if k == "throughput-point")
-    if "0.00" not in acc or "0.50" not in acc or not acc["0.00"][1] or not acc["0.50"][1]:
-        fail("not enough experiments: %r" % acc)
-    base = acc["0.00"][0] / acc["0.00"][1]
-    return 100 * (1 - (acc["0.50"][0] / acc["0.50"][1]) / base), acc
+def predicted(out, line, speedup="0.50"):
+    """Predicted program speedup, in %: 1 - period(speedup) / period(0),
+    period = duration / visits, pooled within blocks of 8 consecutive
+    windows (the baseline alternates with the speedup, so a block sees one
+    load), the median over blocks: a load spike of the machine moves one
+    block, not the answer."""
+    wins = [(e["speedup"], int(e["duration"]),
+             sum(int(f["delta"]) for k, f in pts if k == "throughput-point"))
+            for e, pts in experiments(parse_coz(os.path.join(out, "profile.coz")))
+            if e["selected"].endswith(line)]
+    preds = []
+    for i in range(0, len(wins) - 7, 8):
+        acc = {}
+        for sp, d, v in wins[i:i + 8]:
+            a = acc.setdefault(sp, [0, 0])
+            a[0] += d
+            a[1] += v
+        if acc.get("0.00", [0, 0])[1] and acc.get(speedup, [0, 0])[1]:
+            preds.append(100 * (1 - (acc[speedup][0] / acc[speedup][1]) /
+                                (acc["0.00"][0] / acc["0.00"][1])))
+    if len(preds) < 3:
+        fail("not enough experiments: %d windows" % len(wins))
+    preds.sort()
+    return preds[len(preds) // 2], ["%+.0f" % p for p in preds]
 
 
 def real_period(name, rounds):
