@@ -215,6 +215,11 @@ def scenario_status():
     recs = parse_coz(os.path.join(out, "profile.coz"))
     if totals(recs).get(("round", "throughput")) != 7:
         fail("count %r" % totals(recs))
+    # The same -o again: the new profile holds this run only.
+    rc, so, se = run([XPTRACE, "causal", "-o", out, "--", fixture("causal_fixture"), "7"])
+    recs = parse_coz(os.path.join(out, "profile-1.coz"))
+    if rc != 3 or sum(1 for k, _ in recs if k == "startup") != 1:
+        fail("second run into the same folder: %d, %r" % (rc, recs))
 
 
 def scenario_xpti():
@@ -281,11 +286,14 @@ def scenario_scope():
     if experiments(parse_coz(os.path.join(out, "profile.coz"))):
         fail("experiments although nothing is in scope")
     # A glob on the base name selects the fixture's lines again.
-    rc, so, se, out = causal(["--window", "100", "--source-scope", "causal_fix*.c"],
-                             [fixture("causal_fixture"), str(ROUNDS)])
+    # ... and --experiments 3 stops after 3 (the run lasts 6 windows or more).
+    rc, so, se, out = causal(["--window", "100", "--source-scope", "causal_fix*.c",
+                              "--experiments", "3"], [fixture("causal_fixture"), str(ROUNDS)])
     if rc != 0:
         fail("status %d: %s" % (rc, se))
-    check_profile(out, "round", ROUNDS)
+    _, exps = check_profile(out, "round", ROUNDS)
+    if len(exps) != 3:
+        fail("--experiments 3 ran %d" % len(exps))
 
 
 def predicted(out, line, speedup="0.50"):

@@ -66,7 +66,39 @@ static bool line_spec_ok(const char *s) {
   return colon && colon != s && parse_num(colon + 1, 1, INT32_MAX, &n);
 }
 
-/* profile.coz: every process's causal-<pid>.coz, in name order. */
+static bool is_part(const char *name) {
+  size_t m = strlen(name);
+  return strncmp(name, "causal-", 7) == 0 && m > 11 && strcmp(name + m - 4, ".coz") == 0;
+}
+
+/* The parts an -o folder already held: not this run's, left out. */
+static char **old_parts;
+static int nold;
+
+static void note_old_parts(const char *dir) {
+  struct dirent **names;
+  int n = scandir(dir, &names, NULL, alphasort);
+  for (int i = 0; i < n; ++i) {
+    char **v = is_part(names[i]->d_name) ? realloc(old_parts, (size_t)(nold + 1) * sizeof *v)
+                                         : NULL;
+    if (v && (v[nold] = strdup(names[i]->d_name)) != NULL)
+      ++nold;
+    if (v)
+      old_parts = v;
+    free(names[i]);
+  }
+  if (n >= 0)
+    free(names);
+}
+
+static bool was_there(const char *name) {
+  for (int i = 0; i < nold; ++i)
+    if (strcmp(old_parts[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* profile.coz: this run's causal-<pid>.coz, in name order. */
 static int combine(const char *dir, char *profile, size_t len) {
   struct dirent **names;
   int n = scandir(dir, &names, NULL, alphasort);
@@ -76,8 +108,7 @@ static int combine(const char *dir, char *profile, size_t len) {
   int parts = 0;
   for (int i = 0; i < n; ++i) {
     const char *name = names[i]->d_name;
-    size_t m = strlen(name);
-    if (out >= 0 && strncmp(name, "causal-", 7) == 0 && m > 4 && strcmp(name + m - 4, ".coz") == 0) {
+    if (out >= 0 && is_part(name) && !was_there(name)) {
       char path[PATH_MAX + 300];
       snprintf(path, sizeof path, "%s/%s", dir, name);
       int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -268,6 +299,7 @@ int cmd_causal(int argc, char **argv) {
   if ((rc = output_dir_prepare(usage_causal, output, command[0], dir, sizeof dir)))
     return rc;
 
+  note_old_parts(dir);
   set_env(verbose, "XPTRACE_OUTPUT", dir);
   const char *preload = getenv("LD_PRELOAD");
   char *joined = NULL;
