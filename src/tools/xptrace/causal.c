@@ -27,7 +27,7 @@ static const char usage_causal[] =
     "COZ_PROGRESS, latency points, or XPTI trace points with --progress).  Writes\n"
     "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n"
     "  -l, --line FILE:N        experiment on this line only (repeat: one variant each)\n"
-    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 (repeat: one\n"
+    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 by 5 (repeat: one\n"
     "                           variant each); alternates with 0 % (the baseline)\n"
     "      --variants N         run each configuration N times, one process each\n"
     "      --source-scope GLOB  lines of these source files only (default: all but /usr/)\n"
