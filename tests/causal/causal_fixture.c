@@ -4,7 +4,7 @@
  * A_PCT / B_PCT (compile-time, percent) scale the work of each line: the
  * build with A_PCT=50 really is "line A 50 % faster".
  *
- * usage: causal_fixture ROUNDS [xptrace|coz|latency|none]
+ * usage: causal_fixture ROUNDS|SECONDSs [xptrace|coz|latency|none]
  * Progress per round: XPTRACE_PROGRESS("round"), COZ_PROGRESS_NAMED,
  * XPTRACE_BEGIN/END("round") (latency), or none; every build also calls
  * round_done() once per round (the --progress-function point), and with
@@ -59,7 +59,11 @@ __attribute__((noinline)) void round_done(long r) {
 }
 
 int main(int argc, char **argv) {
-  long rounds = argc > 1 ? atol(argv[1]) : 100;
+  /* "8s": as many rounds as fit in 8 seconds. */
+  char *unit = NULL;
+  double arg = argc > 1 ? strtod(argv[1], &unit) : 100;
+  int timed = unit && *unit == 's';
+  long rounds = timed ? 1000000000L : (long)arg;
   const char *mode = argc > 2 ? argv[2] : "xptrace";
   int coz = strcmp(mode, "coz") == 0, latency = strcmp(mode, "latency") == 0,
       none = strcmp(mode, "none") == 0;
@@ -77,6 +81,11 @@ int main(int argc, char **argv) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (long r = 0; r < rounds; ++r) {
+    if (timed) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      if ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 >= arg)
+        break;
+    }
     pthread_t a, b;
 #ifndef FIXTURE_PLAIN
     if (latency)
@@ -107,6 +116,6 @@ int main(int argc, char **argv) {
   (void)coz, (void)latency, (void)none;
   printf("rounds %ld\n%.6f s per round\n", (long)rounds_done,
          ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9) /
-             (double)rounds);
+             (double)(rounds_done ? rounds_done : 1));
   return rounds == 7 ? 3 : 0;
 }

@@ -319,7 +319,9 @@ def predicted(out, line, speedup="0.50"):
     if len(preds) < 3:
         fail("not enough experiments: %d windows" % len(wins))
     preds.sort()
-    return preds[len(preds) // 2], ["%+.0f" % p for p in preds]
+    mid = len(preds) // 2
+    med = preds[mid] if len(preds) % 2 else (preds[mid - 1] + preds[mid]) / 2
+    return med, ["%+.0f" % p for p in preds]
 
 
 def real_period(name, rounds):
@@ -338,7 +340,7 @@ def scenario_validate():
     real_a = 100 * (1 - real_period("causal_fixture_a50", 80) / base)
     real_b = 100 * (1 - real_period("causal_fixture_b50", 80) / base)
     preds = {}
-    rounds = str(max(100, int(6.0 / base)))  # about 6 s: some 30 windows of 200 ms
+    rounds = "8s"  # 40 windows of 200 ms: 5 blocks
     for tag in ("LINE_A", "LINE_B"):
         line = line_of(tag)
         rc, so, se, out = causal(["--window", "200", "--line", line, "--speedup", "50"],
@@ -349,13 +351,15 @@ def scenario_validate():
         preds[tag], acc = predicted(out, line)
         print("%s at 50 %%: predicted %+.1f %% (%r)" % (tag, preds[tag], acc))
     print("real: line A 50 %% less work %+.1f %%, line B %+.1f %%" % (real_a, real_b))
-    if preds["LINE_A"] < 10:
+    # Wide bounds, for a loaded 2-vCPU machine (bench/causal/ measures):
+    # A (about +40 predicted) is the critical path, B is off it by
+    # construction; with more runnable threads than CPUs B's work does take
+    # CPU from A (really shortening B then helps), so B gets room.
+    if preds["LINE_A"] < 15:
         fail("line A (the critical path) predicts only %+.1f %%" % preds["LINE_A"])
-    # Off the critical path: no gain predicted (a small loss is the cost
-    # of the delays' wake-up latency on a loaded machine).
-    if preds["LINE_B"] > 5:
+    if preds["LINE_B"] > 12:
         fail("line B (off the critical path) predicts %+.1f %%" % preds["LINE_B"])
-    if preds["LINE_A"] - preds["LINE_B"] < 10:
+    if preds["LINE_A"] - preds["LINE_B"] < 15:
         fail("lines A and B not told apart: %+.1f vs %+.1f" % (preds["LINE_A"], preds["LINE_B"]))
     if real_a < 20 or abs(real_b) > 10:
         print("note: the real speedups (%+.1f, %+.1f) are off the construction; loaded machine"
