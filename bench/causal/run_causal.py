@@ -17,7 +17,11 @@ speedup s in {25, 50}:
 Predictions pool every window of a configuration: 1 - period(s) / period(0),
 period = sum(duration) / sum(visits), as Coz's viewer computes them.
 
-  bench/causal/run_causal.py [BUILD_DIR]   (env: REPS=5, SECONDS=8, NOCOZ=1)"""
+The pipeline fixture (tests/causal/causal_pipeline.c) the same way, lines
+C (the slow stage) and P (the stage that waits), xptrace only.
+
+  bench/causal/run_causal.py [BUILD_DIR]
+  env: REPS=5, SECONDS=8, NOCOZ=1, FIXTURES=ab,pipeline"""
 import os
 import re
 import shutil
@@ -35,24 +39,24 @@ SECONDS = float(os.environ.get("SECONDS", "8"))
 TMP = tempfile.mkdtemp(prefix="causal-bench-")
 
 
-def line_of(tag):
-    with open(SRC) as f:
+def line_of(tag, src=SRC):
+    with open(src) as f:
         for n, text in enumerate(f, 1):
             if tag in text:
                 return n
-    raise SystemExit("no %s in %s" % (tag, SRC))
+    raise SystemExit("no %s in %s" % (tag, src))
 
 
-def build(name, defs, flags=("-g",)):
+def build(name, defs, flags=("-g",), src=SRC):
     exe = os.path.join(TMP, name)
-    subprocess.run(["gcc", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), SRC, "-o", exe,
+    subprocess.run(["gcc", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), src, "-o", exe,
                     "-pthread"] + ["-D" + d for d in defs], check=True)
     return exe
 
 
 def period(exe, rounds):
     out = subprocess.run([exe, str(rounds)], stdout=subprocess.PIPE, text=True, check=True).stdout
-    return float(re.search(r"([0-9.]+) s per round", out).group(1))
+    return float(re.search(r"([0-9.]+) s per (round|item)", out).group(1))
 
 
 def windows(profile, line_suffix):
@@ -138,9 +142,48 @@ def coz_predictions(exe, line, rounds):
     return {s: predict(wins, s, block=4) for s in (25, 50)}, len(wins)
 
 
+def pipeline():
+    """tests/causal/causal_pipeline.c: the consumer's line C is the slow
+    stage, the producer's line P waits on a full queue.  Runs are timed
+    (seconds), not counted."""
+    src = os.path.join(ROOT, "tests", "causal", "causal_pipeline.c")
+    lc, lp = line_of("LINE_C", src), line_of("LINE_P", src)
+    exes = {"base": build("pbase", [], src=src), "c75": build("c75", ["C_PCT=75"], src=src),
+            "c50": build("c50", ["C_PCT=50"], src=src), "p75": build("p75", ["P_PCT=75"], src=src),
+            "p50": build("p50", ["P_PCT=50"], src=src)}
+    times = {k: [] for k in exes}
+    for _ in range(REPS):
+        for k, exe in exes.items():
+            times[k].append(period(exe, 1.5))
+    pred = {}
+    for name, line in (("C", lc), ("P", lp)):
+        out = os.path.join(TMP, "pipe-%d" % line)
+        subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line",
+                        "causal_pipeline.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
+                        exes["base"], str(SECONDS)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        wins = windows(os.path.join(out, "profile.coz"), "causal_pipeline.c:%d" % line)
+        for sp in (25, 50):
+            pred[(name, sp)] = predict(wins, sp)
+    print("| line | speedup | real | xptrace |")
+    print("|---|---|---|---|")
+    for name, tag in (("C", "c"), ("P", "p")):
+        for sp in (25, 50):
+            b = "%s%d" % (tag, 100 - sp)
+            med = 100 * (1 - statistics.median(times[b]) / statistics.median(times["base"]))
+            paired = [100 * (1 - x / y) for x, y in zip(times[b], times["base"])]
+            print("| %s (%s) | %d %% | %+.1f [%+.0f, %+.0f] | %+.1f (%+.1f) |" % (
+                name, "slow stage" if name == "C" else "waits", sp, med, min(paired),
+                max(paired), *pred[(name, sp)]))
+
+
 def main():
     if not os.access(XPTRACE, os.X_OK):
         raise SystemExit("build first: no %s" % XPTRACE)
+    if "pipeline" in os.environ.get("FIXTURES", "ab,pipeline").split(","):
+        pipeline()
+    if "ab" not in os.environ.get("FIXTURES", "ab,pipeline").split(","):
+        return
     la, lb = line_of("LINE_A"), line_of("LINE_B")
     exes = {"base": build("base", []), "a75": build("a75", ["A_PCT=75"]),
             "a50": build("a50", ["A_PCT=50"]), "b75": build("b75", ["B_PCT=75"]),
