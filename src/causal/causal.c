@@ -49,6 +49,7 @@ void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_
   if (!tab)
     return;
   int32_t line = causal_lines_find(tab, pc);
+  t->last_line = line;
   if (line < 0)
     return;
   atomic_fetch_add_explicit(&X.line_samples[line], (uint64_t)hits, memory_order_relaxed);
@@ -60,6 +61,17 @@ void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_
   atomic_fetch_add_explicit(&X.selected_hits, (uint64_t)hits, memory_order_relaxed);
   if (d > 0) {
     /* Every other thread owes d; this one is even. */
+    atomic_fetch_add_explicit(&causal_global_ns, d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->local_ns, d, memory_order_relaxed);
+  }
+}
+
+void causal_exp_tail(causal_thread_t *t, int64_t span_ns) {
+  int32_t line = t->last_line;
+  if (line < 0 || span_ns <= 0 || line != atomic_load_explicit(&X.selected, memory_order_acquire))
+    return;
+  int64_t d = atomic_load_explicit(&X.speedup, memory_order_relaxed) * span_ns / 100;
+  if (d > 0) {
     atomic_fetch_add_explicit(&causal_global_ns, d, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->local_ns, d, memory_order_relaxed);
   }

@@ -151,6 +151,7 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
 
 void causal_thread_start(causal_thread_t *t) {
   t->live = true;
+  t->last_line = -1;
   t->runnable_ns = runnable_now();
   if (!sampling_on)
     return;
@@ -265,6 +266,20 @@ typedef struct {
   bool live;
 } start_t;
 
+/* The end of a thread: its runnable time since the last sample. */
+static void thread_tail(causal_thread_t *t) {
+  if (!t->live || !tls.has_timer)
+    return;
+  uint64_t now = runnable_now();
+  if (now && t->runnable_ns && now > t->runnable_ns) {
+    int64_t cap = 1000 * causal_cfg.period_us * 1000; /* as a sample's span */
+    int64_t span = (int64_t)(now - t->runnable_ns);
+    causal_exp_tail(t, span < cap ? span : cap);
+  }
+  t->runnable_ns = now;
+  t->last_line = -1;
+}
+
 static void *thread_main(void *p) {
   start_t s = *(start_t *)p;
   free(p);
@@ -273,6 +288,7 @@ static void *thread_main(void *p) {
   if (s.live)
     causal_thread_start(&tls.state);
   void *r = s.fn(s.arg);
+  thread_tail(&tls.state);
   causal_catch_up(&tls.state);
   return r;
 }
@@ -294,6 +310,7 @@ CAUSAL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 }
 
 CAUSAL_API void pthread_exit(void *ret) {
+  thread_tail(&tls.state);
   causal_catch_up(&tls.state);
   real_pthread_exit()(ret);
   abort(); /* not reached */
