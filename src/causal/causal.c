@@ -32,7 +32,7 @@ static struct {
   _Atomic(causal_lines_t *) table;
   _Atomic(uint64_t) *line_samples; /* per line id, set before table */
   atomic_int selected;             /* line id, -1 none */
-  _Atomic int64_t delay_ns;        /* per period sampled in the selected line */
+  _Atomic int64_t speedup;         /* % of each selected sample's span owed */
   atomic_uint_fast64_t selected_hits;
   atomic_int recent[RECENT];
   atomic_uint recent_next;
@@ -44,11 +44,12 @@ static struct {
   uint64_t start_ns;
 } X = {.selected = -1, .fd = -1};
 
-void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits) {
+void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_ns) {
   causal_lines_t *tab = atomic_load_explicit(&X.table, memory_order_acquire);
   if (!tab)
     return;
   int32_t line = causal_lines_find(tab, pc);
+  t->last_line = line;
   if (line < 0)
     return;
   atomic_fetch_add_explicit(&X.line_samples[line], (uint64_t)hits, memory_order_relaxed);
@@ -56,10 +57,21 @@ void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits) {
   atomic_store_explicit(&X.recent[slot], line, memory_order_relaxed);
   if (line != atomic_load_explicit(&X.selected, memory_order_acquire))
     return;
-  int64_t d = atomic_load_explicit(&X.delay_ns, memory_order_relaxed) * hits;
+  int64_t d = atomic_load_explicit(&X.speedup, memory_order_relaxed) * span_ns / 100;
   atomic_fetch_add_explicit(&X.selected_hits, (uint64_t)hits, memory_order_relaxed);
   if (d > 0) {
     /* Every other thread owes d; this one is even. */
+    atomic_fetch_add_explicit(&causal_global_ns, d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->local_ns, d, memory_order_relaxed);
+  }
+}
+
+void causal_exp_tail(causal_thread_t *t, int64_t span_ns) {
+  int32_t line = t->last_line;
+  if (line < 0 || span_ns <= 0 || line != atomic_load_explicit(&X.selected, memory_order_acquire))
+    return;
+  int64_t d = atomic_load_explicit(&X.speedup, memory_order_relaxed) * span_ns / 100;
+  if (d > 0) {
     atomic_fetch_add_explicit(&causal_global_ns, d, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->local_ns, d, memory_order_relaxed);
   }
@@ -102,6 +114,7 @@ static void settings_read(void) {
   causal_cfg.max_experiments = env_long("XPTRACE_CAUSAL_EXPERIMENTS", 0, 0, 1000000000);
   causal_cfg.max_seconds = (double)env_long("XPTRACE_CAUSAL_DURATION", 0, 0, 100000000);
   causal_cfg.period_us = env_long("XPTRACE_CAUSAL_PERIOD_US", 1000, 100, 1000000);
+  causal_cfg.cpu_only = env_long("XPTRACE_CAUSAL_CPU_ONLY", 0, 0, 1) == 1;
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -240,18 +253,22 @@ static void *experiments(void *arg) {
       continue;
     }
     int speedup = pick_speedup(done);
-    int npts = atomic_load(&causal_npoints);
-    counts_now(before, npts);
+    int npts0 = atomic_load(&causal_npoints);
+    counts_now(before, npts0);
     uint64_t hits0 = atomic_load(&X.selected_hits);
     int64_t delay0 = atomic_load(&causal_global_ns);
     uint64_t t0 = causal_now_ns();
-    atomic_store(&X.delay_ns, (int64_t)speedup * causal_cfg.period_us * 1000 / 100);
+    atomic_store(&X.speedup, (int64_t)speedup);
     atomic_store_explicit(&X.selected, line, memory_order_release);
     nap(causal_cfg.window_ms);
     atomic_store_explicit(&X.selected, -1, memory_order_release);
     uint64_t t1 = causal_now_ns();
     if (atomic_load(&X.stopping))
       break; /* a cut window is not reported */
+    /* A point first visited during the window counted from 0. */
+    int npts = atomic_load(&causal_npoints);
+    for (int i = npts0; i < npts; ++i)
+      before[i] = 0;
     counts_now(after, npts);
     int64_t delays = atomic_load(&causal_global_ns) - delay0;
     out_printf("experiment\tselected=%s\tspeedup=%.2f\tduration=%lld\tselected-samples=%llu\n",
@@ -306,6 +323,15 @@ __attribute__((destructor)) static void causal_unload(void) {
       out_printf("samples\tlocation=%s\tcount=%llu\n", tab->names[i], (unsigned long long)n);
   }
   out_printf("runtime\ttime=%llu\n", (unsigned long long)(causal_now_ns() - X.start_ns));
+  /* Whole-run visits per point: "shutdown" is a record Coz's viewer
+   * ignores; ours carries the totals (docs/causal.md). */
+  int npts = atomic_load(&causal_npoints);
+  for (int i = 0; i < npts; ++i)
+    out_printf("shutdown\tpoint=%s\ttype=%s\tcount=%zu\n", causal_points[i].name,
+               causal_points[i].type == XPTRACE_CAUSAL_THROUGHPUT ? "throughput"
+               : causal_points[i].type == XPTRACE_CAUSAL_BEGIN    ? "begin"
+                                                                  : "end",
+               __atomic_load_n(&causal_points[i].counter.count, __ATOMIC_RELAXED));
   close(X.fd);
   X.fd = -1;
 }

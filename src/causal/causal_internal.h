@@ -43,6 +43,8 @@ typedef struct causal_thread {
   int64_t blocked_at; /* global delay when it blocked */
   atomic_int paying;
   bool live;
+  uint64_t runnable_ns; /* CPU time + run-queue wait at the last sample */
+  int32_t last_line;    /* line of the last sample, -1 none */
 } causal_thread_t;
 
 extern _Atomic int64_t causal_global_ns; /* delay every thread owes in total */
@@ -58,8 +60,13 @@ int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(vo
 
 /* ---- experiments (causal.c) ------------------------------------------------ */
 
-/* One sample of thread t at `pc`, `hits` periods: count, delay. */
-void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits);
+/* One sample of thread t at `pc`, `hits` periods, standing for span_ns
+ * of the thread's runnable time: count, delay. */
+void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_ns);
+/* Thread t ends span_ns after its last sample: that tail counts as the
+ * last sample's line (a short thread's CPU-time timer fires at the
+ * kernel's tick only, so its tail can be a large part of it). */
+void causal_exp_tail(causal_thread_t *t, int64_t span_ns);
 /* Whether new threads are sampled. */
 bool causal_exp_active(void);
 void causal_exp_forked(void);
@@ -90,6 +97,7 @@ typedef struct {
   long max_experiments;     /* XPTRACE_CAUSAL_EXPERIMENTS, 0 unlimited */
   double max_seconds;       /* XPTRACE_CAUSAL_DURATION, 0 unlimited */
   long period_us;           /* XPTRACE_CAUSAL_PERIOD_US */
+  bool cpu_only;            /* XPTRACE_CAUSAL_CPU_ONLY=1: delays per CPU period */
 } causal_cfg_t;
 extern causal_cfg_t causal_cfg;
 

@@ -65,20 +65,44 @@ static const struct {
   const char *name;
   uint16_t type;
 } trace_types[] = {
-    {"graph_create", 2},  {"node_create", 4},   {"edge_create", 6},   {"region_begin", 8},
-    {"region_end", 9},    {"task_begin", 10},   {"task_end", 11},     {"barrier_begin", 12},
-    {"barrier_end", 13},  {"lock_begin", 14},   {"lock_end", 15},     {"signal", 16},
-    {"transfer_begin", 18}, {"transfer_end", 19}, {"thread_begin", 20}, {"thread_end", 21},
-    {"wait_begin", 22},   {"wait_end", 23},     {"function_begin", 24}, {"function_end", 25},
-    {"metadata", 26},     {"function_with_args_begin", 28}, {"function_with_args_end", 29},
-    {"mem_alloc_begin", 32}, {"mem_alloc_end", 33}, {"mem_release_begin", 34},
-    {"mem_release_end", 35}, {"diagnostics", 126}, {"user_defined", 128},
+    {"graph_create", XPTI_TRACE_GRAPH_CREATE},
+    {"node_create", XPTI_TRACE_NODE_CREATE},
+    {"edge_create", XPTI_TRACE_EDGE_CREATE},
+    {"region_begin", XPTI_TRACE_REGION_BEGIN},
+    {"region_end", XPTI_TRACE_REGION_END},
+    {"task_begin", XPTI_TRACE_TASK_BEGIN},
+    {"task_end", XPTI_TRACE_TASK_END},
+    {"barrier_begin", XPTI_TRACE_BARRIER_BEGIN},
+    {"barrier_end", XPTI_TRACE_BARRIER_END},
+    {"lock_begin", XPTI_TRACE_LOCK_BEGIN},
+    {"lock_end", XPTI_TRACE_LOCK_END},
+    {"signal", XPTI_TRACE_SIGNAL},
+    {"transfer_begin", XPTI_TRACE_TRANSFER_BEGIN},
+    {"transfer_end", XPTI_TRACE_TRANSFER_END},
+    {"thread_begin", XPTI_TRACE_THREAD_BEGIN},
+    {"thread_end", XPTI_TRACE_THREAD_END},
+    {"wait_begin", XPTI_TRACE_WAIT_BEGIN},
+    {"wait_end", XPTI_TRACE_WAIT_END},
+    {"function_begin", XPTI_TRACE_FUNCTION_BEGIN},
+    {"function_end", XPTI_TRACE_FUNCTION_END},
+    {"metadata", XPTI_TRACE_METADATA},
+    {"function_with_args_begin", XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN},
+    {"function_with_args_end", XPTI_TRACE_FUNCTION_WITH_ARGS_END},
+    {"mem_alloc_begin", XPTI_TRACE_MEM_ALLOC_BEGIN},
+    {"mem_alloc_end", XPTI_TRACE_MEM_ALLOC_END},
+    {"mem_release_begin", XPTI_TRACE_MEM_RELEASE_BEGIN},
+    {"mem_release_end", XPTI_TRACE_MEM_RELEASE_END},
+    {"diagnostics", XPTI_TRACE_DIAGNOSTICS},
+    {"user_defined", XPTI_TRACE_USER_DEFINED},
 };
 
+/* One `--progress STREAM:TYPE[:NAME]`: NAME, when given, must be the
+ * event's payload name (--progress-function uses it). */
 enum { MAX_XPTI = 16 };
 static struct {
   uint8_t stream;
   uint16_t type;
+  char name[128];
   coz_counter_t *counter;
 } xpti_points[MAX_XPTI];
 static atomic_int nxpti;
@@ -98,22 +122,42 @@ static bool parse_type(const char *s, uint16_t *type) {
   return false;
 }
 
+/* The callback has no stream argument: the stream is the event's
+ * registered one only through the point list, so a type listed for two
+ * streams counts both (documented). */
 static void xpti_hit(uint16_t trace_type, xpti_trace_event_data_t *parent,
                      xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
   (void)parent;
-  (void)event;
   (void)instance;
   (void)user_data;
   int n = atomic_load_explicit(&nxpti, memory_order_acquire);
-  for (int i = 0; i < n; ++i)
-    if (xpti_points[i].type == trace_type)
-      __atomic_add_fetch(&xpti_points[i].counter->count, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < n; ++i) {
+    if (xpti_points[i].type != trace_type)
+      continue;
+    if (xpti_points[i].name[0]) {
+      const xpti_payload_t *p = event ? event->reserved.payload : NULL;
+      if (!p || !p->name || strcmp(p->name, xpti_points[i].name) != 0)
+        continue;
+    }
+    __atomic_add_fetch(&xpti_points[i].counter->count, 1, __ATOMIC_RELAXED);
+  }
 }
 
 typedef uint8_t (*register_stream_fn)(const char *);
 typedef xpti_result_t (*register_cb_fn)(uint8_t, uint16_t, xpti_tracepoint_callback_api_t);
 
-/* XPTRACE_CAUSAL_PROGRESS: "stream:type,stream:type"; the points whose
+/* The framework calling us: already loaded, found by its path (the proxy
+ * loads it RTLD_LOCAL, so a global look-up may not see it). */
+static void *framework_symbol(const char *name) {
+  const char *path = secure_getenv("XPTI_FRAMEWORK_DISPATCHER");
+  void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  void *sym = h ? dlsym(h, name) : NULL;
+  if (h)
+    dlclose(h); /* drops the reference NOLOAD took; the framework stays */
+  return sym ? sym : dlsym(RTLD_DEFAULT, name);
+}
+
+/* XPTRACE_CAUSAL_PROGRESS: "stream:type[:name],..."; the points whose
  * stream is `stream` are registered now. */
 CAUSAL_API void xptiTraceInit(unsigned int major, unsigned int minor, const char *version,
                               const char *stream) {
@@ -123,37 +167,44 @@ CAUSAL_API void xptiTraceInit(unsigned int major, unsigned int minor, const char
   const char *spec = causal_cfg.progress;
   if (!spec || !stream)
     return;
-  register_stream_fn reg_stream = (register_stream_fn)dlsym(RTLD_DEFAULT, "xptiRegisterStream");
-  register_cb_fn reg_cb = (register_cb_fn)dlsym(RTLD_DEFAULT, "xptiRegisterCallback");
-  if (!reg_stream || !reg_cb)
+  register_stream_fn reg_stream;
+  register_cb_fn reg_cb;
+  void *s1 = framework_symbol("xptiRegisterStream"), *s2 = framework_symbol("xptiRegisterCallback");
+  if (!s1 || !s2)
     return;
+  memcpy(&reg_stream, &s1, sizeof reg_stream); /* ISO C: no void * -> function pointer cast */
+  memcpy(&reg_cb, &s2, sizeof reg_cb);
   char copy[1024];
   snprintf(copy, sizeof copy, "%s", spec);
   char *save = NULL;
   for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-    char *colon = strrchr(item, ':');
-    uint16_t type;
-    if (!colon)
+    char label[256];
+    snprintf(label, sizeof label, "%s", item);
+    char *type_s = strchr(item, ':');
+    if (!type_s)
       continue;
-    *colon = '\0';
+    *type_s++ = '\0';
+    char *name = strchr(type_s, ':');
+    if (name)
+      *name++ = '\0';
     if (strcmp(item, stream) != 0)
       continue;
-    if (!parse_type(colon + 1, &type)) {
-      xpt_msg("xptrace: causal: unknown trace point type '%s'\n", colon + 1);
+    uint16_t type;
+    if (!parse_type(type_s, &type)) {
+      xpt_msg("xptrace: causal: unknown trace point type '%s'\n", type_s);
       continue;
     }
-    *colon = ':';
     int n = atomic_load(&nxpti);
     if (n >= MAX_XPTI)
       break;
-    uint8_t id = reg_stream(stream);
-    xpti_points[n].stream = id;
+    xpti_points[n].stream = reg_stream(stream);
     xpti_points[n].type = type;
-    xpti_points[n].counter = causal_point_get(XPTRACE_CAUSAL_THROUGHPUT, item);
+    snprintf(xpti_points[n].name, sizeof xpti_points[n].name, "%s", name ? name : "");
+    xpti_points[n].counter = causal_point_get(XPTRACE_CAUSAL_THROUGHPUT, label);
     if (!xpti_points[n].counter)
       continue;
     atomic_store_explicit(&nxpti, n + 1, memory_order_release);
-    reg_cb(id, type, xpti_hit);
+    reg_cb(xpti_points[n].stream, type, xpti_hit);
   }
 }
 

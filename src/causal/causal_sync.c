@@ -12,6 +12,7 @@
  * sample per signal with the address in the ucontext. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -48,18 +49,56 @@ uint64_t causal_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's runnable time: CPU time plus the time it waited
+ * on a run queue (schedstat's second field, updated when the thread is
+ * switched in, so exact while it runs).  A sample stands for the runnable
+ * time since the previous one, not just the CPU period: on a machine
+ * shared with other work a line that holds the thread for p of CPU time
+ * holds it for p / (its CPU share) of wall time, and that is what making
+ * it faster would save.  Async-signal-safe (open/read/close, no stdio);
+ * 0 when unreadable (the CPU period is used instead). */
+static uint64_t runnable_now(void) {
+  if (causal_cfg.cpu_only)
+    return 0;
+  int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  char buf[96];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  const char *p = buf;
+  while (*p && *p != ' ') /* first field: CPU time, stale while running */
+    ++p;
+  uint64_t wait = 0;
+  for (++p; *p >= '0' && *p <= '9'; ++p)
+    wait = wait * 10 + (uint64_t)(*p - '0');
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + wait;
+}
+
 void causal_catch_up(causal_thread_t *t) {
   if (!t->live || atomic_exchange(&t->paying, 1))
     return;
   int64_t owed = atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
                  atomic_load_explicit(&t->local_ns, memory_order_relaxed);
   if (owed > 0) {
-    uint64_t t0 = causal_now_ns();
+    int saved = errno;
+    uint64_t t0 = causal_now_ns(), r0 = runnable_now();
     struct timespec ts = {owed / 1000000000, owed % 1000000000};
     clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
     /* What was slept, overshoot included: the excess is credit. */
     atomic_fetch_add_explicit(&t->local_ns, (int64_t)(causal_now_ns() - t0),
                               memory_order_relaxed);
+    /* The wait for a CPU after our sleep is ours, not the program's. */
+    uint64_t r1 = runnable_now();
+    if (r0 && r1 > r0 && t->runnable_ns)
+      t->runnable_ns += r1 - r0;
+    errno = saved;
   }
   atomic_store(&t->paying, 0);
 }
@@ -98,13 +137,22 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
     return;
   }
   int hits = 1 + (si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
-  causal_exp_sample(t, context_pc(uc), hits);
+  int64_t span = (int64_t)hits * causal_cfg.period_us * 1000;
+  uint64_t now = runnable_now();
+  if (now && t->runnable_ns && now > t->runnable_ns) {
+    int64_t r = (int64_t)(now - t->runnable_ns);
+    span = r < span ? span : r < 1000 * span ? r : 1000 * span; /* at least the CPU time */
+  }
+  t->runnable_ns = now;
+  causal_exp_sample(t, context_pc(uc), hits, span);
   causal_catch_up(t);
   errno = saved;
 }
 
 void causal_thread_start(causal_thread_t *t) {
   t->live = true;
+  t->last_line = -1;
+  t->runnable_ns = runnable_now();
   if (!sampling_on)
     return;
   pthread_setspecific(exit_key, &tls);
@@ -218,6 +266,20 @@ typedef struct {
   bool live;
 } start_t;
 
+/* The end of a thread: its runnable time since the last sample. */
+static void thread_tail(causal_thread_t *t) {
+  if (!t->live || !tls.has_timer)
+    return;
+  uint64_t now = runnable_now();
+  if (now && t->runnable_ns && now > t->runnable_ns) {
+    int64_t cap = 1000 * causal_cfg.period_us * 1000; /* as a sample's span */
+    int64_t span = (int64_t)(now - t->runnable_ns);
+    causal_exp_tail(t, span < cap ? span : cap);
+  }
+  t->runnable_ns = now;
+  t->last_line = -1;
+}
+
 static void *thread_main(void *p) {
   start_t s = *(start_t *)p;
   free(p);
@@ -226,6 +288,7 @@ static void *thread_main(void *p) {
   if (s.live)
     causal_thread_start(&tls.state);
   void *r = s.fn(s.arg);
+  thread_tail(&tls.state);
   causal_catch_up(&tls.state);
   return r;
 }
@@ -247,6 +310,7 @@ CAUSAL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 }
 
 CAUSAL_API void pthread_exit(void *ret) {
+  thread_tail(&tls.state);
   causal_catch_up(&tls.state);
   real_pthread_exit()(ret);
   abort(); /* not reached */

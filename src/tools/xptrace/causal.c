@@ -27,8 +27,8 @@ static const char usage_causal[] =
     "COZ_PROGRESS, latency points, or XPTI trace points with --progress).  Writes\n"
     "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n"
     "  -l, --line FILE:N        experiment on this line only (repeat: one variant each)\n"
-    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 (repeat: one\n"
-    "                           variant each); alternates with 0 %% (the baseline)\n"
+    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 by 5 (repeat: one\n"
+    "                           variant each); alternates with 0 % (the baseline)\n"
     "      --variants N         run each configuration N times, one process each\n"
     "      --source-scope GLOB  lines of these source files only (default: all but /usr/)\n"
     "      --binary-scope GLOB  lines of these binaries only (default: the executable)\n"
@@ -36,9 +36,11 @@ static const char usage_causal[] =
     "      --experiments N      stop experimenting after N experiments per process\n"
     "      --duration S         stop experimenting after S seconds per process\n"
     "      --period US          sample period of each thread's CPU time (default 1000)\n"
-    "  -p, --progress STREAM:TYPE  count an XPTI trace point type on a stream\n"
-    "                           (e.g. opencl.graph:task_end) as a progress point\n"
-    "      --progress-function NAME  count entries of a function (not available yet)\n"
+    "  -p, --progress STREAM:TYPE[:NAME]  count an XPTI trace point type on a stream\n"
+    "                           (e.g. opencl.graph:task_end), of events named NAME\n"
+    "                           only if given, as a progress point\n"
+    "      --progress-function NAME  count the entries of function NAME, patched in\n"
+    "                           the unmodified program (see docs/functions.md)\n"
     "      --report FILE        rank the experiments of a profile.coz and exit\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
@@ -64,7 +66,39 @@ static bool line_spec_ok(const char *s) {
   return colon && colon != s && parse_num(colon + 1, 1, INT32_MAX, &n);
 }
 
-/* profile.coz: every process's causal-<pid>.coz, in name order. */
+static bool is_part(const char *name) {
+  size_t m = strlen(name);
+  return strncmp(name, "causal-", 7) == 0 && m > 11 && strcmp(name + m - 4, ".coz") == 0;
+}
+
+/* The parts an -o folder already held: not this run's, left out. */
+static char **old_parts;
+static int nold;
+
+static void note_old_parts(const char *dir) {
+  struct dirent **names;
+  int n = scandir(dir, &names, NULL, alphasort);
+  for (int i = 0; i < n; ++i) {
+    char **v = is_part(names[i]->d_name) ? realloc(old_parts, (size_t)(nold + 1) * sizeof *v)
+                                         : NULL;
+    if (v && (v[nold] = strdup(names[i]->d_name)) != NULL)
+      ++nold;
+    if (v)
+      old_parts = v;
+    free(names[i]);
+  }
+  if (n >= 0)
+    free(names);
+}
+
+static bool was_there(const char *name) {
+  for (int i = 0; i < nold; ++i)
+    if (strcmp(old_parts[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* profile.coz: this run's causal-<pid>.coz, in name order. */
 static int combine(const char *dir, char *profile, size_t len) {
   struct dirent **names;
   int n = scandir(dir, &names, NULL, alphasort);
@@ -74,8 +108,7 @@ static int combine(const char *dir, char *profile, size_t len) {
   int parts = 0;
   for (int i = 0; i < n; ++i) {
     const char *name = names[i]->d_name;
-    size_t m = strlen(name);
-    if (out >= 0 && strncmp(name, "causal-", 7) == 0 && m > 4 && strcmp(name + m - 4, ".coz") == 0) {
+    if (out >= 0 && is_part(name) && !was_there(name)) {
       char path[PATH_MAX + 300];
       snprintf(path, sizeof path, "%s/%s", dir, name);
       int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -110,6 +143,50 @@ static int report(const char *dir) {
   return causal_report_write(profile, dir);
 }
 
+/* A C or C++ (demangled) name: no space, comma or colon-free garbage. */
+static bool function_name_ok(const char *s) {
+  if (!*s || strlen(s) > 120)
+    return false;
+  for (; *s; ++s)
+    if (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n')
+      return false;
+  return true;
+}
+
+/* --progress-function: libxptrace_functions.so patches NAME's entry (or
+ * uses the compiler's hooks) and notifies function_begin on stream
+ * xptrace.functions; we count those of NAME through the same XPTI
+ * subscription as --progress.  The regex matches NAME literally. */
+static int progress_function(bool verbose, const char *name, const char **progress, int *n) {
+  static char spec[256];
+  char fnlib[PATH_MAX + 64], regex[512], *r = regex;
+  lib_path("libxptrace_functions.so", fnlib, sizeof fnlib);
+  if (access(fnlib, R_OK) != 0)
+    return usage_error(usage_causal, "function hooks not installed: %s: %s", fnlib,
+                       strerror(errno));
+  for (const char *c = name; *c && r < regex + sizeof regex - 3; ++c) {
+    if (strchr("\\^$.|?*+()[]{}", *c))
+      *r++ = '\\';
+    *r++ = *c;
+  }
+  *r = '\0';
+  set_env(verbose, "XPTRACE_FUNCTIONS", regex);
+  unsetenv("XPTRACE_FUNCTIONS_EXCLUDE");
+  unsetenv("XPTRACE_FUNCTIONS_DEPTH");
+  unsetenv("XPTRACE_FUNCTIONS_MIN_DURATION");
+  const char *preload = getenv("LD_PRELOAD"); /* ours: causal first, then the user's */
+  char *joined = NULL;
+  if (asprintf(&joined, "%s:%s", fnlib, preload ? preload : "") < 0)
+    return 1;
+  set_env(verbose, "LD_PRELOAD", joined); /* the hooks must come first (docs/functions.md) */
+  free(joined);
+  snprintf(spec, sizeof spec, "xptrace.functions:function_begin:%s", name);
+  if (*n >= MAX_SET)
+    return usage_error(usage_causal, "more than %d progress points", MAX_SET);
+  progress[(*n)++] = spec;
+  return 0;
+}
+
 static int add_set(const char **set, int *n, const char *v, const char *what) {
   if (*n >= MAX_SET)
     return usage_error(usage_causal, "more than %d %s values", MAX_SET, what);
@@ -141,7 +218,7 @@ int cmd_causal(int argc, char **argv) {
   const char *lines[MAX_SET], *speedups[MAX_SET], *progress[MAX_SET];
   int nlines = 0, nspeedups = 0, nprogress = 0, rc;
   const char *sscope = NULL, *bscope = NULL, *window = NULL, *exps = NULL, *duration = NULL,
-             *period = NULL, *output = NULL;
+             *period = NULL, *output = NULL, *pfunc = NULL;
   long variants = 1, v;
   bool verbose = false;
   opterr = 0;
@@ -162,8 +239,9 @@ int cmd_causal(int argc, char **argv) {
         return rc;
       break;
     case 'p':
-      if (!strchr(optarg, ':') || strchr(optarg, ','))
-        return usage_error(usage_causal, "progress '%s' is not STREAM:TYPE", optarg);
+      if (!strchr(optarg, ':') || optarg[0] == ':' || strchr(optarg, ',') ||
+          strlen(optarg) > 200)
+        return usage_error(usage_causal, "progress '%s' is not STREAM:TYPE[:NAME]", optarg);
       if ((rc = add_set(progress, &nprogress, optarg, "--progress")))
         return rc;
       break;
@@ -194,8 +272,12 @@ int cmd_causal(int argc, char **argv) {
       period = optarg;
       break;
     case OPT_PFUNC:
-      return usage_error(usage_causal,
-                         "--progress-function needs the function hooks, not in this build");
+      if (!function_name_ok(optarg))
+        return usage_error(usage_causal, "function '%s' is not a function name", optarg);
+      if (pfunc)
+        return usage_error(usage_causal, "--progress-function given twice");
+      pfunc = optarg;
+      break;
     case OPT_REPORT: return causal_report_write(optarg, NULL);
     case 'o': output = optarg; break;
     case 'v': verbose = true; break;
@@ -217,6 +299,7 @@ int cmd_causal(int argc, char **argv) {
   if ((rc = output_dir_prepare(usage_causal, output, command[0], dir, sizeof dir)))
     return rc;
 
+  note_old_parts(dir);
   set_env(verbose, "XPTRACE_OUTPUT", dir);
   const char *preload = getenv("LD_PRELOAD");
   char *joined = NULL;
@@ -234,6 +317,8 @@ int cmd_causal(int argc, char **argv) {
   for (size_t i = 0; i < sizeof plain / sizeof *plain; ++i)
     if (plain[i].value)
       set_env(verbose, plain[i].name, plain[i].value);
+  if (pfunc && (rc = progress_function(verbose, pfunc, progress, &nprogress)))
+    return rc;
   if (nprogress) {
     char list[4096] = "", dispatcher[PATH_MAX + 64];
     for (int i = 0; i < nprogress; ++i)

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Causal profiling against a real speedup (issue 14's validation).
+
+tests/causal/causal_fixture.c runs, per round, line A (4 M iterations) and
+line B (1.6 M) in two threads and joins both.  Built with A_PCT / B_PCT
+below 100 the line really does that much less work.  For each line and
+speedup s in {25, 50}:
+  real      = 1 - (time per round of the build doing s % less) / (base build's),
+              medians of REPS interleaved runs;
+  xptrace   = `xptrace causal --line L --speedup s` on the base build (baseline
+              windows alternate with s windows in the same process);
+  xptrace-cpu = the same with XPTRACE_CAUSAL_CPU_ONLY=1 (delays per CPU period,
+              as Coz does, instead of per runnable time);
+  coz       = Coz 0.2.2 (`coz run --fixed-line L --fixed-speedup s`, and a run
+              at 0 for its baseline), built with -gdwarf-3 -gstrict-dwarf as it
+              needs, if `coz` is installed.
+Predictions pool every window of a configuration: 1 - period(s) / period(0),
+period = sum(duration) / sum(visits), as Coz's viewer computes them.
+
+The pipeline fixture (tests/causal/causal_pipeline.c) the same way, lines
+C (the slow stage) and P (the stage that waits), xptrace only.
+
+  bench/causal/run_causal.py [BUILD_DIR]
+  env: REPS=5, SECONDS=8, NOCOZ=1, FIXTURES=ab,pipeline"""
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+XPTRACE = os.path.join(BUILD, "bin", "xptrace")
+SRC = os.path.join(ROOT, "tests", "causal", "causal_fixture.c")
+REPS = int(os.environ.get("REPS", "5"))
+SECONDS = float(os.environ.get("SECONDS", "8"))
+TMP = tempfile.mkdtemp(prefix="causal-bench-")
+
+
+def line_of(tag, src=SRC):
+    with open(src) as f:
+        for n, text in enumerate(f, 1):
+            if tag in text:
+                return n
+    raise SystemExit("no %s in %s" % (tag, src))
+
+
+def build(name, defs, flags=("-g",), src=SRC):
+    exe = os.path.join(TMP, name)
+    subprocess.run(["gcc", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), src, "-o", exe,
+                    "-pthread"] + ["-D" + d for d in defs], check=True)
+    return exe
+
+
+def period(exe, rounds):
+    out = subprocess.run([exe, str(rounds)], stdout=subprocess.PIPE, text=True, check=True).stdout
+    return float(re.search(r"([0-9.]+) s per (round|item)", out).group(1))
+
+
+def windows(profile, line_suffix):
+    """[(process index, speedup %, duration, visits)] in file order."""
+    out, proc, exp = [], -1, None
+    with open(profile) as f:
+        for raw in f:
+            parts = raw.rstrip("\n").split("\t")
+            fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+            if parts[0] == "startup":
+                proc += 1
+            elif parts[0] == "experiment":
+                exp = None
+                if fields["selected"].endswith(line_suffix):
+                    exp = [proc, round(float(fields["speedup"]) * 100), int(fields["duration"]), 0]
+                    out.append(exp)
+            elif parts[0] in ("throughput-point", "progress-point") and exp:
+                exp[3] += int(fields["delta"])
+    return out
+
+
+def predict(wins, s, block=8):
+    """1 - period(s) / period(0), pooled within blocks of `block`
+    consecutive windows of one process (the baseline alternates with s, so
+    a block sees one load; Coz's fixed runs: one process per speedup, so the
+    block pairs its windows with the baseline process's same-numbered ones),
+    median over blocks, and the pooled value over everything (Coz's
+    viewer's way)."""
+    preds = []
+    groups = {}
+    for w in wins:
+        groups.setdefault(w[0], []).append(w)
+    procs = list(groups.values())
+    if all(len({w[1] for w in g}) == 1 for g in procs):  # one speedup per process
+        base = [g for g in procs if g[0][1] == 0]
+        mine = [g for g in procs if g[0][1] == s]
+        if not base or not mine:
+            return float("nan"), float("nan")
+        pairs = list(zip(base[0], mine[0]))
+        procs = [[w for pair in pairs for w in pair]]
+    for g in procs:
+        for i in range(0, len(g) - block + 1, block):
+            acc = {}
+            for _, sp, d, v in g[i:i + block]:
+                a = acc.setdefault(sp, [0, 0])
+                a[0] += d
+                a[1] += v
+            if acc.get(0, [0, 0])[1] and acc.get(s, [0, 0])[1]:
+                preds.append(100 * (1 - (acc[s][0] / acc[s][1]) / (acc[0][0] / acc[0][1])))
+    tot = {}
+    for _, sp, d, v in wins:
+        a = tot.setdefault(sp, [0, 0])
+        a[0] += d
+        a[1] += v
+    pooled = float("nan")
+    if tot.get(0, [0, 0])[1] and tot.get(s, [0, 0])[1]:
+        pooled = 100 * (1 - (tot[s][0] / tot[s][1]) / (tot[0][0] / tot[0][1]))
+    return (statistics.median(preds) if preds else float("nan")), pooled
+
+
+def xptrace_predictions(exe, line, rounds, cpu_only):
+    out = os.path.join(TMP, "xp-%d-%d" % (line, cpu_only))
+    env = dict(os.environ)
+    if cpu_only:
+        env["XPTRACE_CAUSAL_CPU_ONLY"] = "1"
+    subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line",
+                    "causal_fixture.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
+                    exe, str(rounds)], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    wins = windows(os.path.join(out, "profile.coz"), "causal_fixture.c:%d" % line)
+    return {s: predict(wins, s) for s in (25, 50)}, len(wins)
+
+
+def coz_predictions(exe, line, rounds):
+    wins = []
+    for k, s in enumerate((0, 25, 50)):
+        out = os.path.join(TMP, "coz-%d-%d.coz" % (line, s))
+        subprocess.run(["coz", "run", "--fixed-line", "causal_fixture.c:%d" % line,
+                        "--fixed-speedup", str(s), "-o", out, "---", exe, str(rounds), "coz"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if os.path.exists(out):
+            wins += [[k] + w[1:] for w in windows(out, "causal_fixture.c:%d" % line)]
+    return {s: predict(wins, s, block=4) for s in (25, 50)}, len(wins)
+
+
+def pipeline():
+    """tests/causal/causal_pipeline.c: the consumer's line C is the slow
+    stage, the producer's line P waits on a full queue.  Runs are timed
+    (seconds), not counted."""
+    src = os.path.join(ROOT, "tests", "causal", "causal_pipeline.c")
+    lc, lp = line_of("LINE_C", src), line_of("LINE_P", src)
+    exes = {"base": build("pbase", [], src=src), "c75": build("c75", ["C_PCT=75"], src=src),
+            "c50": build("c50", ["C_PCT=50"], src=src), "p75": build("p75", ["P_PCT=75"], src=src),
+            "p50": build("p50", ["P_PCT=50"], src=src)}
+    times = {k: [] for k in exes}
+    for _ in range(REPS):
+        for k, exe in exes.items():
+            times[k].append(period(exe, 1.5))
+    pred = {}
+    for name, line in (("C", lc), ("P", lp)):
+        out = os.path.join(TMP, "pipe-%d" % line)
+        subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line",
+                        "causal_pipeline.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
+                        exes["base"], str(SECONDS)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        wins = windows(os.path.join(out, "profile.coz"), "causal_pipeline.c:%d" % line)
+        for sp in (25, 50):
+            pred[(name, sp)] = predict(wins, sp)
+    print("| line | speedup | real | xptrace |")
+    print("|---|---|---|---|")
+    for name, tag in (("C", "c"), ("P", "p")):
+        for sp in (25, 50):
+            b = "%s%d" % (tag, 100 - sp)
+            med = 100 * (1 - statistics.median(times[b]) / statistics.median(times["base"]))
+            paired = [100 * (1 - x / y) for x, y in zip(times[b], times["base"])]
+            print("| %s (%s) | %d %% | %+.1f [%+.0f, %+.0f] | %+.1f (%+.1f) |" % (
+                name, "slow stage" if name == "C" else "waits", sp, med, min(paired),
+                max(paired), *pred[(name, sp)]))
+
+
+def main():
+    if not os.access(XPTRACE, os.X_OK):
+        raise SystemExit("build first: no %s" % XPTRACE)
+    if "pipeline" in os.environ.get("FIXTURES", "ab,pipeline").split(","):
+        pipeline()
+    if "ab" not in os.environ.get("FIXTURES", "ab,pipeline").split(","):
+        return
+    la, lb = line_of("LINE_A"), line_of("LINE_B")
+    exes = {"base": build("base", []), "a75": build("a75", ["A_PCT=75"]),
+            "a50": build("a50", ["A_PCT=50"]), "b75": build("b75", ["B_PCT=75"]),
+            "b50": build("b50", ["B_PCT=50"])}
+    p0 = period(exes["base"], 20)
+    rounds = max(50, int(1.5 / p0))
+    times = {k: [] for k in exes}
+    for _ in range(REPS):  # interleaved: the machine's load drifts
+        for k, exe in exes.items():
+            times[k].append(period(exe, rounds))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    real, spread = {}, {}
+    for key, b in ((("A", 25), "a75"), (("A", 50), "a50"), (("B", 25), "b75"),
+                   (("B", 50), "b50")):
+        real[key] = 100 * (1 - med[b] / med["base"])
+        paired = [100 * (1 - x / y) for x, y in zip(times[b], times["base"])]
+        spread[key] = (min(paired), max(paired))
+    print("base build: %.2f ms per round (median of %d runs of %d rounds)"
+          % (1e3 * med["base"], REPS, rounds))
+    long_rounds = max(100, int(2 * SECONDS / med["base"]))  # two variants of SECONDS each
+    pred = {}
+    for name, line in (("A", la), ("B", lb)):
+        for cpu_only in (0, 1):
+            p, acc = xptrace_predictions(exes["base"], line, long_rounds, cpu_only)
+            tag = "xptrace-cpu" if cpu_only else "xptrace"
+            for s in (25, 50):
+                pred[(tag, name, s)] = p[s]
+            print("%s line %s: %d windows" % (tag, name, acc), file=sys.stderr)
+    have_coz = shutil.which("coz") and not os.environ.get("NOCOZ")
+    if have_coz:
+        coz_exe = build("coz", [], ("-gdwarf-3", "-gstrict-dwarf"))
+        for name, line in (("A", la), ("B", lb)):
+            p, acc = coz_predictions(coz_exe, line, max(50, int(SECONDS / med["base"])))
+            for s in (25, 50):
+                pred[("coz", name, s)] = p[s]
+            print("coz line %s: %d windows" % (name, acc), file=sys.stderr)
+    tools = ["xptrace", "xptrace-cpu"] + (["coz"] if have_coz else [])
+    print("program speedup in %: real = median of the paired runs [their range];")
+    print("predicted = median over blocks of windows (all windows pooled, as Coz's viewer)")
+    print("| line | speedup | real | " + " | ".join(tools) + " |")
+    print("|---|---|---|" + "---|" * len(tools))
+    for name in ("A", "B"):
+        for s in (25, 50):
+            cells = ["%+.1f (%+.1f)" % pred[(t, name, s)] for t in tools]
+            lo, hi = spread[(name, s)]
+            print("| %s (%s) | %d %% | %+.1f [%+.0f, %+.0f] | %s |" % (
+                name, "critical path" if name == "A" else "off it", s, real[(name, s)], lo, hi,
+                " | ".join(cells)))
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

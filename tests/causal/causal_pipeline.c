@@ -1,0 +1,102 @@
+/* Causal profiling fixture: a two-stage pipeline through a bounded queue
+ * (mutex and condition variables).  The producer's line is 2.5 times
+ * shorter than the consumer's, so the producer waits on a full queue and
+ * only the consumer's line (the slow stage) decides the throughput.
+ * P_PCT / C_PCT scale each stage's work (compile-time, percent).
+ *
+ * usage: causal_pipeline SECONDS   (prints "items N"; progress point
+ * XPTRACE_PROGRESS("item") per item consumed) */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <xptrace/causal.h>
+
+#ifndef P_PCT
+#define P_PCT 100
+#endif
+#ifndef C_PCT
+#define C_PCT 100
+#endif
+#define P_WORK (400000L * P_PCT / 100)
+#define C_WORK (1000000L * C_PCT / 100)
+enum { SLOTS = 4 };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t not_full = PTHREAD_COND_INITIALIZER, not_empty = PTHREAD_COND_INITIALIZER;
+static double queue[SLOTS];
+static int head, count, done;
+static long consumed;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static double produce(double x) {
+  for (long i = 0; i < P_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_P */
+  return x;
+}
+
+__attribute__((noinline)) static double consume(double x) {
+  for (long i = 0; i < C_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_C */
+  return x;
+}
+
+static void *producer(void *arg) {
+  double end = *(double *)arg, x = 1.0;
+  for (;;) {
+    x = produce(x);
+    pthread_mutex_lock(&lock);
+    while (count == SLOTS && !done)
+      pthread_cond_wait(&not_full, &lock);
+    if (now() >= end)
+      done = 1;
+    if (done) {
+      pthread_cond_signal(&not_empty);
+      pthread_mutex_unlock(&lock);
+      return NULL;
+    }
+    queue[(head + count++) % SLOTS] = x;
+    pthread_cond_signal(&not_empty);
+    pthread_mutex_unlock(&lock);
+  }
+}
+
+static void *consumer(void *arg) {
+  (void)arg;
+  double sum = 0;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    while (count == 0 && !done)
+      pthread_cond_wait(&not_empty, &lock);
+    if (count == 0) {
+      pthread_mutex_unlock(&lock);
+      break;
+    }
+    double x = queue[head];
+    head = (head + 1) % SLOTS;
+    --count;
+    pthread_cond_signal(&not_full);
+    pthread_mutex_unlock(&lock);
+    sum += consume(x);
+    ++consumed;
+    XPTRACE_PROGRESS("item");
+  }
+  volatile double sink = sum;
+  (void)sink;
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = now(), end = t0 + seconds;
+  pthread_t p, c;
+  pthread_create(&p, NULL, producer, &end);
+  pthread_create(&c, NULL, consumer, NULL);
+  pthread_join(p, NULL);
+  pthread_join(c, NULL);
+  printf("items %ld\n%.6f s per item\n", consumed, (now() - t0) / (double)(consumed ? consumed : 1));
+  return 0;
+}
