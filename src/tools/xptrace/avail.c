@@ -70,6 +70,20 @@ int cmd_avail(int argc, char **argv) {
       {"XPTRACE_SAMPLE_DEPTH", "256 (frames, 1-512; sample --depth)"},
       {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
       {"XPTRACE_SAMPLE_BUFFER_SIZE", "256M (timer method: a process's recording, reserved as used)"},
+      {"XPTRACE_FUNCTIONS", "unset: off (run --functions [REGEX]: all, or the matching names)"},
+      {"XPTRACE_FUNCTIONS_EXCLUDE", "unset (run --exclude REGEX)"},
+      {"XPTRACE_FUNCTIONS_DEPTH", "unlimited (run --depth N)"},
+      {"XPTRACE_FUNCTIONS_MIN_DURATION", "0 (run --min-duration D: 10us, 1ms)"},
+      {"XPTRACE_CAUSAL_LINE", "unset: lines sampled (causal --line FILE:N)"},
+      {"XPTRACE_CAUSAL_SPEEDUP", "unset: 0-100 in steps of 5 (causal --speedup)"},
+      {"XPTRACE_CAUSAL_SOURCE_SCOPE", "sources not under /usr/ (causal --source-scope)"},
+      {"XPTRACE_CAUSAL_BINARY_SCOPE", "the executable (causal --binary-scope)"},
+      {"XPTRACE_CAUSAL_WINDOW_MS", "500 (causal --window)"},
+      {"XPTRACE_CAUSAL_EXPERIMENTS", "unlimited (causal --experiments)"},
+      {"XPTRACE_CAUSAL_DURATION", "unlimited (causal --duration)"},
+      {"XPTRACE_CAUSAL_PERIOD_US", "1000 (causal --period)"},
+      {"XPTRACE_CAUSAL_PROGRESS", "unset (causal --progress STREAM:TYPE[:NAME])"},
+      {"XPTRACE_CAUSAL_CPU_ONLY", "unset: delays by runnable time (1: by CPU period, as Coz)"},
   };
   printf("\nEnvironment (default):\n");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)
