@@ -13,6 +13,20 @@
 #include "check.h"
 #include "xpti/xpti_trace_framework.h"
 
+/* ASan's allocator (gcc 12) is not fork-safe: a child forked while another
+ * thread is inside malloc deadlocks in its own next malloc. glibc's malloc
+ * is; plain, TSan and clang builds run the forks. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RACE_FORKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RACE_FORKS 0
+#endif
+#endif
+#ifndef RACE_FORKS
+#define RACE_FORKS 3
+#endif
+
 #define THREADS 6
 #define SHARED 3000 /* trace points and strings every thread makes */
 #define OWN 3000    /* per thread */
@@ -87,7 +101,7 @@ static void *work(void *arg) {
 static void *forker(void *arg) {
   (void)arg;
   pthread_barrier_wait(&g_start);
-  for (int f = 0; f < 3; f++) {
+  for (int f = 0; f < RACE_FORKS; f++) {
     usleep(2000);
     pid_t pid = fork();
     if (pid == 0) {
@@ -143,7 +157,7 @@ int main(void) {
 
   for (int t = 0; t < THREADS; t++)
     CHECK_EQ(g_worker[t].failures, 0);
-  CHECK(atomic_load(&g_forks) > 0);
+  CHECK(RACE_FORKS == 0 || atomic_load(&g_forks) > 0);
   CHECK_EQ(atomic_load(&g_forks_ok), atomic_load(&g_forks));
 
   /* one event per shared trace point, seen alike by every thread */
