@@ -32,6 +32,9 @@ if "using the timer method" in err:
 def sample(name, *cmd, opts=()):
     rc, out, err = xp("sample", "-f", "1000", *opts, "-o", name, "--", *cmd)
     stacks = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+    # Samples in the dynamic loader's start-up (before main exists: one in a
+    # few hundred runs) are right but not the shape under test.
+    stacks = [(f, k) for f, k in stacks if "_dl_start" not in f]
     return rc, out, err, stacks
 
 
@@ -157,8 +160,12 @@ elif mode == "depth":
     # A depth limit below the stack: cut stacks are marked and said.
     rc, out, err, st = sample("t", work, "deep", "200", opts=("--depth", "50"))
     c.check(rc == 0, f"exit {rc}: {err}")
-    c.check(all(f[1] == "[truncated]" for f, _ in st) and st, f"not marked: {st[:1]}")
-    c.check(all(len(f) == 52 for f, _ in st), f"depth: {[len(f) for f, _ in st][:5]}")
+    # A sample taken before the recursion is deep (start-up) is shallower
+    # than the limit and not cut; every cut one is marked and 50 deep.
+    cut = [(f, k) for f, k in st if len(f) > 1 and f[1] == "[truncated]"]
+    c.check(st and total(cut) >= 0.9 * total(st), f"not marked: {st[:1]}")
+    c.check(all(len(f) == 52 for f, _ in cut), f"depth: {[len(f) for f, _ in cut][:5]}")
+    c.check(all(len(f) < 52 for f, _ in st if (f, _) not in cut), f"uncut deep stack: {st[:2]}")
     c.check("deeper than --depth 50 were cut" in err and "raise --depth" in err, err)
 elif mode == "forkexec":
     # Parent 2 units, exec'd child 4 units: one tree, the child its process.
