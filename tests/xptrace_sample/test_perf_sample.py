@@ -139,10 +139,20 @@ elif mode == "buildid":
 elif mode == "kernel":
     # The command's own thread spends its CPU time in system calls: its
     # CPU time (the events' counts) against its samples, said with the cause.
+    # The diagnostic is due when fewer than half of the CPU time is in user
+    # space: measure the split of the same command alone (kernels differ).
+    pid = os.spawnv(os.P_NOWAIT, work, [work, "syscalls", "2"])
+    _, _, ru = os.wait4(pid, 0)
+    kernel_share = ru.ru_stime / max(1e-9, ru.ru_utime + ru.ru_stime)
     rc, out, err, st = sample("k", work, "syscalls", "2")
     c.check(rc == 0, f"exit {rc}: {err}")
-    c.check(re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
-                      r"time was in the kernel", err), f"no diagnostic for the kernel time: {err}")
+    said = re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
+                     r"time was in the kernel", err)
+    print(f"kernel share of the command alone: {100 * kernel_share:.0f}%")
+    if kernel_share >= 0.65:
+        c.check(said, f"no diagnostic for the kernel time ({100 * kernel_share:.0f}% in the kernel): {err}")
+    elif kernel_share < 0.35:
+        c.check(not said, f"a kernel-time diagnostic with {100 * kernel_share:.0f}% in the kernel: {err}")
     # Threads spinning in user space while the command's thread waits
     # (the kernel may swap its events with theirs): no such line.
     for i in range(3):
