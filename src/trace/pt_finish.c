@@ -233,11 +233,10 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
   struct fin_seg seg = {0};
   bool open = false;
   uint32_t off = 0;
-  while (off + sizeof(struct xpt_rec_raw) <= committed) {
+  while (off + XPT_REC_MIN_SIZE <= committed) {
     struct xpt_rec_raw r;
-    memcpy(&r, data + off, sizeof r);
-    uint32_t size = xpt_rec_size(r.len);
-    if (r.len > cap || size > committed - off) {
+    uint32_t size = xpt_rec_read(data + off, committed - off, &r);
+    if (size == 0 || r.len > cap || size > committed - off) {
       f->damaged++;
       break;
     }
@@ -403,9 +402,8 @@ static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *
     const struct fin_seg *s = &f->segs[i];
     for (uint32_t off = s->from; off < s->to;) {
       struct xpt_rec_raw raw;
-      memcpy(&raw, s->data + off, sizeof raw);
       uint32_t at = off;
-      off += xpt_rec_size(raw.len);
+      off += xpt_rec_read(s->data + off, s->to - off, &raw); /* checked by the scan */
       if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
         continue;
       enum pt_kind kind = pt_kind_of(raw.type);
@@ -454,8 +452,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
   uint32_t off = s->from;
   while (off < s->to) {
     struct xpt_rec_raw raw;
-    memcpy(&raw, s->data + off, sizeof raw);
-    uint32_t size = xpt_rec_size(raw.len);
+    uint32_t size = xpt_rec_read(s->data + off, s->to - off, &raw);
     uint64_t pos = fin_pos(seg, off);
     off += size;
     if (raw.kind == XPT_REC_DESC || raw.kind == XPT_REC_THREAD)
@@ -472,7 +469,9 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
     }
     f->records++;
     struct pt_rec *r = (struct pt_rec *)buf;
-    memcpy(buf, s->data + off - size, sizeof raw + raw.len);
+    memcpy(buf, &raw, sizeof raw);
+    if (raw.len) /* only full records have inline bytes */
+      memcpy(buf + sizeof raw, s->data + off - size + sizeof raw, raw.len);
     r->event = fin_desc_find(raw.uid);
     uint64_t ts = fin_clock_ns(raw.ts);
     if (ts < t->last_ns)

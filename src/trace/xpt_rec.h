@@ -30,7 +30,7 @@
 #define XPT_REC_SPILL_SUFFIX "-spill"
 #define XPT_REC_SPILL_MAGIC 0x4c4c495053505821ull /* "!XPSPILL" */
 #define XPT_REC_MAGIC 0x3143455254505821ull /* "!XPTREC1" */
-#define XPT_REC_VERSION 1u
+#define XPT_REC_VERSION 2u
 #define XPT_REC_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 #define XPT_REC_HEADER_SIZE 32768u
 #define XPT_REC_NAME_LEN 48u /* stream and tool names, terminated */
@@ -117,6 +117,33 @@ enum xpt_rec_kind {
 
 static inline uint32_t xpt_rec_size(uint32_t len) {
   return (uint32_t)sizeof(struct xpt_rec_raw) + ((len + 7u) & ~7u);
+}
+
+/* The compact form of the commonest record (function tracing writes two
+ * per call): an event with instance 0, no inline bytes and a uid below
+ * 2^40, in 16 bytes.  Word 0 is the timestamp with bit 63 set (no clock
+ * value reaches it); word 1 is uid | type << 40 | stream << 56. */
+#define XPT_REC_COMPACT_BIT (1ull << 63)
+#define XPT_REC_COMPACT_UID_MAX ((1ull << 40) - 1)
+#define XPT_REC_COMPACT_SIZE 16u
+#define XPT_REC_MIN_SIZE XPT_REC_COMPACT_SIZE
+
+/* Reads the record at p (avail bytes left, at least XPT_REC_MIN_SIZE)
+ * into its full form; returns its size in the chunk, or 0 when its fixed
+ * part does not fit (the caller also checks the size against avail). */
+static inline uint32_t xpt_rec_read(const uint8_t *p, uint32_t avail, struct xpt_rec_raw *r) {
+  uint64_t w0, w1;
+  __builtin_memcpy(&w0, p, 8);
+  if (w0 & XPT_REC_COMPACT_BIT) {
+    __builtin_memcpy(&w1, p + 8, 8);
+    *r = (struct xpt_rec_raw){w0 & ~XPT_REC_COMPACT_BIT, w1 & XPT_REC_COMPACT_UID_MAX, 0,
+                              (uint16_t)(w1 >> 40), (uint8_t)(w1 >> 56), XPT_REC_EVENT, 0};
+    return XPT_REC_COMPACT_SIZE;
+  }
+  if (avail < sizeof *r)
+    return 0;
+  __builtin_memcpy(r, p, sizeof *r);
+  return xpt_rec_size(r->len);
 }
 
 struct xpt_rec_timed {

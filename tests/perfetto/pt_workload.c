@@ -296,11 +296,15 @@ static long nested_iterations;
 static void *nested_main(void *arg) {
   xpti_trace_event_data_t **ev = arg;
   pthread_barrier_wait(&barrier);
+  /* The middle level's instance is 0: its records take the compact form
+   * (xpt_rec.h) between full ones. */
   for (long i = 0; i < nested_iterations; i++) {
     for (int d = 0; d < 3; d++)
-      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev[d], (uint64_t)i, NULL);
+      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, ev[d],
+                            d == 1 ? 0 : (uint64_t)i + 1, NULL);
     for (int d = 2; d >= 0; d--)
-      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev[d], (uint64_t)i, NULL);
+      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, ev[d],
+                            d == 1 ? 0 : (uint64_t)i + 1, NULL);
   }
   return NULL;
 }
@@ -324,6 +328,34 @@ static int run_nested(int n, long iterations) {
   return 0;
 }
 
+/* Records of both forms nested in each other: compact (instance 0, one of
+ * the framework's uids), full (an instance), and full because the uid is
+ * past the compact form's 40 bits (a caller-owned event). */
+#define COMPACT_COUNT 300
+static int record_compact(void) {
+  xpti_payload_t po = xpti_payload_make("outer_compact", "pt_workload.c", 400, 1, NULL);
+  xpti_payload_t pi = xpti_payload_make("inner_full", "pt_workload.c", 401, 1, NULL);
+  xpti_payload_t pb = xpti_payload_make("big_uid", "pt_workload.c", 402, 1, NULL);
+  xpti_trace_event_data_t *outer =
+      xptiMakeEvent("outer_compact", &po, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  xpti_trace_event_data_t *inner =
+      xptiMakeEvent("inner_full", &pi, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  if (!outer || !inner || outer->unique_id >= (1ull << 40))
+    return 3;
+  xpti_trace_event_data_t big = {0};
+  big.unique_id = (1ull << 40) + 10; /* not in outer's slot of the recorder's described-cache */
+  big.reserved.payload = &pb;
+  for (int i = 0; i < COMPACT_COUNT; i++) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, outer, 0, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, inner, (uint64_t)i + 1, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, &big, 0, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, &big, 0, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, inner, (uint64_t)i + 1, NULL);
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, outer, 0, NULL);
+  }
+  return 0;
+}
+
 static void *exit_thread_main(void *arg) {
   (void)arg;
   record_basic();
@@ -341,6 +373,8 @@ int main(int argc, char **argv) {
     return run_threads(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
   if (!strcmp(mode, "nested"))
     return run_nested(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atol(argv[3]) : 1000);
+  if (!strcmp(mode, "compact"))
+    return record_compact();
   if (!strcmp(mode, "graph-back"))
     return record_graph_back();
   if (!strcmp(mode, "clock"))

@@ -135,10 +135,13 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
     {
       const uint8_t *d = (const uint8_t *)(c + 1);
       uint32_t end = atomic_load(&c->committed), off = 0, n = 0;
-      while (off + sizeof(struct xpt_rec_raw) <= end) {
-        const struct xpt_rec_raw *r = (const struct xpt_rec_raw *)(d + off);
-        n += r->kind <= XPT_REC_EDGE; /* events, not thread or description records */
-        off += xpt_rec_size(r->len);
+      while (off + XPT_REC_MIN_SIZE <= end) {
+        struct xpt_rec_raw r;
+        uint32_t size = xpt_rec_read(d + off, end - off, &r);
+        if (size == 0)
+          break;
+        n += r.kind <= XPT_REC_EDGE; /* events, not thread or description records */
+        off += size;
       }
       pt_drop(n);
       atomic_store(&c->committed, 0);

@@ -314,8 +314,8 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
 }
 
 /* The common case: a TLS load, the described-check, a bounds check, the
- * timestamp, four stores of the record and the release store that
- * publishes it. */
+ * timestamp, the record's stores (two in its compact form) and the
+ * release store that publishes it. */
 static inline __attribute__((always_inline)) void
 pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
           uint64_t instance, const void *user_data) {
@@ -334,7 +334,9 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
     uint32_t off = t->off;
     /* Room for the record, and unless it is an end, for the ends of the
      * open slices and of this one (a begin's end is held from now on). */
-    uint32_t need = (uint32_t)sizeof(struct xpt_rec_raw);
+    bool compact = instance == 0 && uid <= XPT_REC_COMPACT_UID_MAX;
+    uint32_t size = compact ? XPT_REC_COMPACT_SIZE : (uint32_t)sizeof(struct xpt_rec_raw);
+    uint32_t need = size;
     if (!(cls & PT_C_END))
       need += t->hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
     if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid && t->cap - off >= need &&
@@ -352,15 +354,16 @@ pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t
       } else if (cls & PT_C_BEGIN) {
         pt_nest_push(t, PT_RECORDED);
       }
-      struct xpt_rec_raw *r = (struct xpt_rec_raw *)(t->data + off);
-      r->ts = tsc ? pt_ticks() : pt_now();
-      r->uid = uid;
-      r->instance = instance;
-      r->type = type;
-      r->stream = stream;
-      r->kind = XPT_REC_EVENT;
-      r->len = 0;
-      t->off = off + (uint32_t)sizeof *r;
+      uint64_t ts = tsc ? pt_ticks() : pt_now();
+      if (compact) {
+        uint64_t w[2] = {ts | XPT_REC_COMPACT_BIT,
+                         uid | (uint64_t)type << 40 | (uint64_t)stream << 56};
+        memcpy(t->data + off, w, sizeof w);
+      } else {
+        struct xpt_rec_raw r = {ts, uid, instance, type, stream, XPT_REC_EVENT, 0};
+        memcpy(t->data + off, &r, sizeof r);
+      }
+      t->off = off + size;
       atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
       atomic_signal_fence(memory_order_seq_cst);
       t->busy = false;
