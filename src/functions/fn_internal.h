@@ -3,6 +3,7 @@
 #ifndef XPTRACE_FN_INTERNAL_H
 #define XPTRACE_FN_INTERNAL_H
 
+#include <libelf.h>
 #include <regex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -78,6 +79,14 @@ FN_HIDDEN const char *fn_demangle(const char *name, char *buf, size_t len);
 
 /* fn_patch.c: patch the selected functions of the main program (before
  * main); unpatch at the end.  Returns the number patched. */
+/* Every function symbol of the module mapped at in_module, from the best
+ * symbol table libdw finds; addr is where it is mapped now.  Returns the
+ * number of functions (-1: no such module); module: its path; symtab:
+ * false when only the dynamic symbols were found (a stripped file). */
+typedef void (*fn_each_cb_t)(const char *name, uintptr_t addr, size_t size, Elf *elf,
+                             size_t shndx, void *arg);
+FN_HIDDEN int fn_each_function(uintptr_t in_module, fn_each_cb_t each, void *arg,
+                               const char **module, bool *symtab);
 FN_HIDDEN unsigned fn_patch_program(void);
 FN_HIDDEN void fn_unpatch_program(void);
 FN_HIDDEN bool fn_program_has_cyg_hooks(void);

@@ -4,6 +4,7 @@
  * first time an address is seen. */
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,45 @@ bool fn_name_of(uintptr_t addr, char *name, size_t len, const char **module, uin
     return false;
   snprintf(name, len, "%s", sym);
   return true;
+}
+
+int fn_each_function(uintptr_t in_module, fn_each_cb_t each, void *arg, const char **module,
+                     bool *symtab) {
+  *module = NULL;
+  *symtab = false;
+  if (!fn_dwfl && !fn_dwfl_report())
+    return -1;
+  Dwfl_Module *m = dwfl_addrmodule(fn_dwfl, (Dwarf_Addr)in_module);
+  if (!m)
+    return -1;
+  /* libdw's best table: the file's .symtab, else that of a separate debug
+   * file (build id under /usr/lib/debug, a debug link, debuginfod when
+   * DEBUGINFOD_URLS is set), else .dynsym. */
+  int n = dwfl_module_getsymtab(m);
+  const char *debug = NULL;
+  *module = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, &debug);
+  GElf_Addr bias = 0;
+  Elf *main_elf = dwfl_module_getelf(m, &bias);
+  for (Elf_Scn *scn = NULL; main_elf && !*symtab && (scn = elf_nextscn(main_elf, scn));) {
+    GElf_Shdr h;
+    *symtab = gelf_getshdr(scn, &h) && h.sh_type == SHT_SYMTAB;
+  }
+  *symtab = *symtab || debug != NULL;
+  int calls = 0;
+  for (int i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    Elf *elf = NULL;
+    Dwarf_Addr sym_bias = 0;
+    const char *name = dwfl_module_getsym_info(m, i, &sym, &addr, &shndx, &elf, &sym_bias);
+    if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
+        shndx == SHN_UNDEF || !elf)
+      continue;
+    ++calls;
+    each(name, (uintptr_t)addr, (size_t)sym.st_size, elf, shndx, arg);
+  }
+  return calls;
 }
 
 typedef char *(*fn_demangle_t)(const char *, char *, size_t *, int *);

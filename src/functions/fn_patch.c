@@ -49,7 +49,6 @@ static struct {
   uint8_t *stubs;
   size_t stub_used, stub_cap;
   uintptr_t lo, hi; /* the program's mapped range */
-  uintptr_t bias;
   csh cs;
   bool cs_open;
 } fp;
@@ -57,7 +56,6 @@ static struct {
 static int fn_main_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
   (void)ctx;
-  fp.bias = info->dlpi_addr;
   fp.lo = UINTPTR_MAX;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -380,69 +378,82 @@ static bool fn_crt_name(const char *name) {
   return false;
 }
 
+typedef struct fn_patch_pass {
+  unsigned patched, refused, selected;
+} fn_patch_pass_t;
+
+static void fn_patch_one(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
+                         void *arg) {
+  fn_patch_pass_t *pass = arg;
+  size_t shstrndx;
+  if (fn_crt_name(raw) || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
+      !fn_section_ok(elf, shstrndx, shndx) || func < fp.lo || func + size > fp.hi)
+    return;
+  char shown[1024];
+  const char *name = fn_demangle(raw, shown, sizeof shown);
+  if (!fn_selected(name))
+    return;
+  ++pass->selected;
+  /* Aliases share an address: patched once. */
+  for (size_t k = 0; k < fp.nsites; ++k)
+    if (fp.sites[k].at >= func && fp.sites[k].at < func + 8)
+      return;
+  fn_func_t *f = fn_func_add(func, name);
+  if (!f || !f->event || fp.stub_used + FN_STUB_SIZE > fp.stub_cap)
+    return;
+  uintptr_t at = func;
+  if (size >= 4 && fn_is_endbr64((const uint8_t *)at))
+    at += 4;
+  bool ok;
+  if (at + FN_PATCH_LEN <= func + size && fn_is_nop5((const uint8_t *)at))
+    ok = fn_patch_nop(at, f);
+  else if (fn_cfg.has_select && fp.cs_open)
+    ok = fn_patch_entry(name, func, size, at, f);
+  else
+    return; /* no nop and no regex asking for it: left alone */
+  ok ? ++pass->patched : ++pass->refused;
+}
+
+/* The program's functions: its symbol table, or that of its debug file
+ * when the program is stripped (libdw finds it), else its dynamic
+ * symbols. */
+static void fn_count_none(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
+                          void *arg) {
+  (void)raw, (void)func, (void)size, (void)elf, (void)shndx, (void)arg;
+}
+
 unsigned fn_patch_program(void) {
   dl_iterate_phdr(fn_main_phdr, NULL);
-  fn_elf_t e = {-1, NULL, NULL, {0}};
-  unsigned patched = 0, refused = 0;
-  size_t shstrndx;
-  if (!fn_elf_open(&e) || elf_getshdrstrndx(e.elf, &shstrndx) != 0) {
-    fn_elf_close(&e);
-    return 0;
-  }
-  Elf_Data *d = elf_getdata(e.symtab, NULL);
-  size_t n = e.symhdr.sh_entsize ? e.symhdr.sh_size / e.symhdr.sh_entsize : 0;
-  if (!d || !fn_stubs_map(n ? n : 1)) {
+  const char *module = NULL;
+  bool symtab = false;
+  int functions = fp.lo ? fn_each_function(fp.lo, fn_count_none, NULL, &module, &symtab) : -1;
+  if (functions > 0 && !fn_stubs_map((size_t)functions)) {
     xpt_msg("xpti: functions: no room for stubs near the program; nothing patched");
-    fn_elf_close(&e);
     return 0;
   }
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
+  if (functions > 0 && cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
     cs_option(fp.cs, CS_OPT_DETAIL, CS_OPT_ON);
     fp.cs_open = true;
   }
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Sym sym;
-    const char *raw;
-    if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-        sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || sym.st_size == 0 ||
-        !(raw = elf_strptr(e.elf, e.symhdr.sh_link, sym.st_name)) || fn_crt_name(raw) ||
-        !fn_section_ok(e.elf, shstrndx, sym.st_shndx))
-      continue;
-    uintptr_t func = fp.bias + (uintptr_t)sym.st_value;
-    if (func < fp.lo || func + sym.st_size > fp.hi)
-      continue;
-    char shown[1024];
-    const char *name = fn_demangle(raw, shown, sizeof shown);
-    if (!fn_selected(name))
-      continue;
-    fn_func_t *f = fn_func_get(func);
-    if (!f || !f->event || fp.stub_used + FN_STUB_SIZE > fp.stub_cap)
-      continue;
-    /* Aliases share an address: patched once. */
-    bool seen = false;
-    for (size_t k = 0; k < fp.nsites && !seen; ++k)
-      seen = fp.sites[k].at >= func && fp.sites[k].at < func + 8;
-    if (seen)
-      continue;
-    uintptr_t at = func;
-    if (sym.st_size >= 4 && fn_is_endbr64((const uint8_t *)at))
-      at += 4;
-    bool ok;
-    if (at + FN_PATCH_LEN <= func + sym.st_size && fn_is_nop5((const uint8_t *)at))
-      ok = fn_patch_nop(at, f);
-    else if (fn_cfg.has_select && fp.cs_open)
-      ok = fn_patch_entry(name, func, sym.st_size, at, f);
-    else
-      continue; /* no nop and no regex asking for it: left alone */
-    ok ? ++patched : ++refused;
-  }
+  fn_patch_pass_t pass = {0, 0, 0};
+  if (functions > 0)
+    fn_each_function(fp.lo, fn_patch_one, &pass, &module, &symtab);
   if (fp.stubs)
     mprotect(fp.stubs, fp.stub_cap, PROT_READ | PROT_EXEC);
-  if (patched == 0 && !fn_cfg.has_select)
+  const char *what = module ? module : "the program";
+  if (functions < 0)
+    xpt_msg("xpti: functions: cannot read the symbols of %s; nothing patched", what);
+  else if (pass.patched == 0 && !fn_cfg.has_select)
     xpt_msg("xpti: functions: the program has no -finstrument-functions hooks and no "
             "patchable entries; name the functions to patch (--functions REGEX)");
-  fn_elf_close(&e);
-  return patched;
+  else if (!symtab && fn_cfg.has_select)
+    xpt_msg("xpti: functions: %s is stripped and no debug file was found: only exported "
+            "functions can be traced (%u match '%s'; install its debug symbols, e.g. the "
+            "-dbgsym package, or set DEBUGINFOD_URLS)",
+            what, pass.selected, fn_cfg.select_text);
+  else if (pass.selected == 0 && fn_cfg.has_select)
+    xpt_msg("xpti: functions: no function of %s matches '%s'", what, fn_cfg.select_text);
+  return pass.patched;
 }
 
 void fn_unpatch_program(void) {
