@@ -153,6 +153,10 @@ elif mode == "run-sample":
     st = folded(d)
     c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample: {st}")
     c.check(f"xptrace: samples {d}/samples.folded" in err, f"run --sample output line: {err}")
+    # A command too short to be sampled: the line says why.
+    rc, out, err = xp("run", "--sample", "-c", "stats", "-o", "short", "--", "true")
+    c.check(rc == 0 and "no samples written in" in err and "ms of CPU time, about" in err
+            and "samples faster" in err, f"run --sample of true: {rc} {err}")
 
 elif mode.startswith("perf-"):
     rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,7 +211,7 @@ int preload_sampler(const char *usage, bool verbose) {
 /* samples.folded, else the newest regular samples*.folded in `dir`: the session takes a new
  * name (samples-1.folded) when one is taken, and a planted symlink is
  * never what we wrote. */
-void print_sample_outputs(const char *dir) {
+void print_sample_outputs(const char *dir, bool explain) {
   DIR *d = opendir(dir);
   char best[NAME_MAX + 1] = "";
   struct timespec best_t = {0, 0};
@@ -237,7 +238,22 @@ void print_sample_outputs(const char *dir) {
     fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv\n", dir, best, dir,
             (int)n, best);
   } else {
-    fprintf(stderr, "xptrace: no samples written in %s\n", dir);
+    /* Most often a command too short for the rate: said here for `run
+     * --sample` (`xptrace sample` says why in its own summary). */
+    struct rusage ru;
+    double cpu = getrusage(RUSAGE_CHILDREN, &ru) == 0
+                     ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6
+                     : -1.0;
+    const char *f = getenv("XPTRACE_SAMPLE_FREQ");
+    double hz = f && atof(f) > 0 ? atof(f) : 100.0;
+    if (explain && cpu >= 0 && cpu * hz < 2.0)
+      fprintf(stderr,
+              "xptrace: no samples written in %s: the command used %.1f ms of CPU time, "
+              "about %.1f samples' worth at %g Hz (xptrace sample --freq samples faster)\n",
+              dir, cpu * 1e3, cpu * hz, hz);
+    else
+      fprintf(stderr, "xptrace: no samples written in %s\n", dir);
   }
 }
 

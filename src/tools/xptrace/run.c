@@ -247,7 +247,7 @@ static void run_after(const void *ctx) {
 #endif
   print_outputs(r->dir, r->chosen, r->format, r->token, samples);
   if (r->sample)
-    print_sample_outputs(r->dir);
+    print_sample_outputs(r->dir, true);
 }
 
 int cmd_run(int argc, char **argv) {

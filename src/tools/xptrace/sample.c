@@ -53,7 +53,7 @@ static const char usage_sample[] =
 static void sample_after(const void *ctx) {
   const char *dir = ctx;
   fprintf(stderr, "xptrace: output in %s\n", dir);
-  print_sample_outputs(dir);
+  print_sample_outputs(dir, false);
 }
 
 int cmd_sample(int argc, char **argv) {

@@ -529,5 +529,5 @@ void sample_timer_after(const void *ctx) {
   const sample_timer_opts_t *o = ctx;
   sample_timer_report(o);
   fprintf(stderr, "xptrace: output in %s\n", o->dir);
-  print_sample_outputs(o->dir);
+  print_sample_outputs(o->dir, false);
 }

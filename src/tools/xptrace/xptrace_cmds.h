@@ -60,7 +60,7 @@ int output_dir_prepare(const char *usage, const char *output, const char *comman
                        size_t len);
 /* LD_PRELOAD gets the sampler first. */
 int preload_sampler(const char *usage, bool verbose);
-void print_sample_outputs(const char *dir);
+void print_sample_outputs(const char *dir, bool explain);
 /* When set, called in xptrace with the command's pid once it is forked,
  * before its exec (which waits until the hook returns). */
 extern void (*launch_on_fork)(int pid, void *ctx);
