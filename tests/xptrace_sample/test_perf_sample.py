@@ -236,12 +236,15 @@ elif mode == "xz":
     rate = total(st) / float(cpu) if float(cpu) else 0
     c.check(rate >= 900, f"{rate:.0f} samples per CPU-second at 1 kHz")
 elif mode == "trace":
+    # The 50 short threads' stacks reach start_thread; the main thread
+    # creating them takes a few samples of its own (2 of 101 once under
+    # ASan, on a loaded machine), hence 95 %, not 99.
     rc, out, err, st = sample("tr", work, "short", "50")
     c.check(rc == 0, f"exit {rc}: {err}")
     trace = os.path.join(scratch, "tr", "samples.perfetto-trace")
     p = subprocess.run([sys.executable, os.path.join(tests, "perfetto", "check_trace.py"), "proto",
                         os.path.join(tests, "perfetto", "perfetto_min.proto"), trace,
-                        "--perf-samples", str(total(st)), "--sample-function", "start_thread>=99",
+                        "--perf-samples", str(total(st)), "--sample-function", "start_thread>=95",
                         "--sample-function", "long_spin>=40"], capture_output=True, text=True)
     print(p.stdout)
     c.check(p.returncode == 0, f"check_trace: {p.stdout} {p.stderr}")

@@ -427,7 +427,8 @@ void stats_report_write(stats_table_t *rep) {
         *p[i] = m->max;
     }
   }
-  qsort(rep->rows, rep->nrows, sizeof *rep->rows, stats_row_order);
+  if (rep->nrows) /* none: rows may be NULL, which qsort must not get */
+    qsort(rep->rows, rep->nrows, sizeof *rep->rows, stats_row_order);
   stats_totals_t sum = stats_sum(rep);
   uint64_t events = sum.spans + sum.instants + sum.graphs + sum.nodes + sum.edges +
                     sum.unmatched + sum.unclosed;
