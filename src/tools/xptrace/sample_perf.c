@@ -504,14 +504,22 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   for (;;) {
+    /* Ended: its main thread's CPU time is read while it is a zombie,
+     * then it is reaped (reaping in the same step as the check lost the
+     * time when it ended between the two calls). */
     siginfo_t si;
     si.si_pid = 0;
-    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid && s.session)
-      xs_thread_exit(s.session, pid, pid, 0, main_thread_cpu(pid));
-    pid_t w = wait4(pid, &status, WNOHANG, &ru);
-    if (w == pid)
-      break;
-    if (w < 0 && errno != EINTR) {
+    int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && si.si_pid == pid) {
+      if (s.session)
+        xs_thread_exit(s.session, pid, pid, 0, main_thread_cpu(pid));
+      pid_t w;
+      while ((w = wait4(pid, &status, 0, &ru)) < 0 && errno == EINTR)
+        ;
+      if (w == pid)
+        break;
+    }
+    if ((r < 0 && errno != EINTR) || (r == 0 && si.si_pid == pid)) {
       fprintf(stderr, "xptrace: lost %s: %s\n", command[0], strerror(errno));
       status = 1 << 8;
       break;
