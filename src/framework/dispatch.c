@@ -34,6 +34,9 @@ typedef struct cb_page {
 
 typedef struct stream {
   _Atomic(cb_list_t *) every; /* xptiRegisterStreamCallback: every trace type */
+  /* The stream's one active callback when it is stream-wide (a trace
+   * collector's usual case): notification calls it with one load. */
+  _Atomic(xpti_stream_callback_api_t) only;
   _Atomic(const char *) name; /* string table copy; NULL = not registered */
   _Atomic uint32_t active;    /* active callbacks on the stream */
   _Atomic uint32_t initialized, finalized;
@@ -347,6 +350,20 @@ static cb_entry_t *entry_find(cb_list_t *l, any_fn_t cb) {
   return NULL;
 }
 
+/* g.lock held: s->only again after any change of its callbacks. */
+static void stream_refresh_only(stream_t *s) {
+  xpti_stream_callback_api_t only = NULL;
+  cb_list_t *every = atomic_load_explicit(&s->every, memory_order_relaxed);
+  if (every && atomic_load(&s->active) == 1 && atomic_load(&every->active) == 1) {
+    uint32_t n = atomic_load_explicit(&every->count, memory_order_relaxed);
+    for (uint32_t i = 0; i < n && !only; i++)
+      if (atomic_load_explicit(&every->entry[i].active, memory_order_relaxed))
+        only = (xpti_stream_callback_api_t)atomic_load_explicit(&every->entry[i].fn,
+                                                                memory_order_relaxed);
+  }
+  atomic_store_explicit(&s->only, only, memory_order_release);
+}
+
 static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool active) {
   atomic_store_explicit(&e->active, active, memory_order_release);
   if (active) {
@@ -356,6 +373,7 @@ static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool acti
     atomic_fetch_sub(&l->active, 1);
     atomic_fetch_sub(&s->active, 1);
   }
+  stream_refresh_only(s);
 }
 
 /* Add cb to the list published at *where (g.lock held): DUPLICATE if it is
@@ -561,6 +579,12 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_FALSE;
   if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
     return XPTI_RESULT_INVALIDARG;
+  xpti_stream_callback_api_t only =
+      atomic_load_explicit(&g.stream[stream].only, memory_order_acquire);
+  if (LIKELY(only != NULL)) {
+    only(stream, trace_type, parent, event, instance, user_data);
+    return XPTI_RESULT_SUCCESS;
+  }
   cb_list_t *l = list_of(stream, trace_type);
   cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
   /* the two common cases: one per-type callback, or one stream-wide one */
@@ -739,6 +763,7 @@ XPTI_EXPORT_API void xptiReset(void) {
     cb_list_t *every = atomic_exchange(&s->every, NULL);
     if (every)
       retire(every);
+    atomic_store(&s->only, NULL);
     atomic_store(&s->name, NULL);
     atomic_store(&s->active, 0);
     atomic_store(&s->initialized, 0);
