@@ -62,9 +62,23 @@ static void test_stream_callbacks(void) {
   xptiNotifySubscribers(s, late, NULL, e, 3, NULL);
   CHECK_EQ(every_calls, 2);
   CHECK_EQ(xptiRegisterStreamCallback(s, cb_every), XPTI_RESULT_UNDELETE);
+  /* the per-type one still runs beside it, first; alone again, it is the
+   * stream's only callback (the dispatcher's one-load path) */
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 5, NULL);
+  CHECK(norder == 2 && order[0] == 'a' && order[1] == 'E');
+  CHECK_EQ(every_calls, 3);
+  CHECK_EQ(xptiUnregisterCallback(s, XPTI_TRACE_SIGNAL, cb_a), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  CHECK_EQ(xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 6, NULL), XPTI_RESULT_SUCCESS);
+  CHECK(norder == 1 && order[0] == 'E' && every_type_seen == XPTI_TRACE_SIGNAL);
+  CHECK_EQ(every_calls, 4);
+  CHECK_EQ(xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, NULL, 7, NULL),
+           XPTI_RESULT_INVALIDARG); /* still checked first */
+  CHECK_EQ(every_calls, 4);
   CHECK_EQ(xptiUnregisterStream("unit.every"), XPTI_RESULT_SUCCESS);
   xptiNotifySubscribers(s, late, NULL, e, 4, NULL);
-  CHECK_EQ(every_calls, 2);
+  CHECK_EQ(every_calls, 4);
   CHECK(!xptiCheckTraceEnabled(s, 0));
 }
 
