@@ -14,8 +14,10 @@
  * threaded process should not, and sanitizers refuse it): it clears its
  * own memory, as before. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -30,11 +32,15 @@ typedef struct reserve_entry {
 
 static struct {
   pthread_mutex_t lock;
+  pthread_mutex_t work; /* held while the thread allocates or frees */
   pthread_cond_t wake;
+  _Atomic bool alive; /* the thread reached reserve_main */
   bool started;
   bool forked; /* in a child: no thread */
   reserve_entry_t entry[RESERVE_SIZES];
-} g_res = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} g_res = {.lock = PTHREAD_MUTEX_INITIALIZER,
+           .work = PTHREAD_MUTEX_INITIALIZER,
+           .wake = PTHREAD_COND_INITIALIZER};
 
 /* The first entry whose want exceeds what is ready (lock held). */
 static reserve_entry_t *reserve_short(void) {
@@ -46,6 +52,7 @@ static reserve_entry_t *reserve_short(void) {
 
 static void *reserve_main(void *arg) {
   (void)arg;
+  atomic_store(&g_res.alive, true);
   pthread_mutex_lock(&g_res.lock);
   for (;;) {
     reserve_entry_t *e;
@@ -53,14 +60,17 @@ static void *reserve_main(void *arg) {
       pthread_cond_wait(&g_res.wake, &g_res.lock);
     size_t size = e->size;
     pthread_mutex_unlock(&g_res.lock);
-    void *block = zeroed_block(size); /* the slow part, unlocked */
+    pthread_mutex_lock(&g_res.work);
+    void *block = zeroed_block(size); /* the slow part, callers not blocked */
     pthread_mutex_lock(&g_res.lock);
     if (!block)
       e->want = 0; /* no memory: stop asking */
     else if (e->size == size && e->ready < e->want && e->ready < 2)
-      e->block[e->ready++] = block;
-    else
-      free(block); /* no longer wanted */
+      e->block[e->ready++] = block, block = NULL;
+    pthread_mutex_unlock(&g_res.lock);
+    free(block); /* no longer wanted */
+    pthread_mutex_unlock(&g_res.work);
+    pthread_mutex_lock(&g_res.lock);
   }
   return NULL;
 }
@@ -132,7 +142,21 @@ void *reserve_take(size_t size, unsigned keep) {
   return block;
 }
 
-void reserve_fork_lock(void) { pthread_mutex_lock(&g_res.lock); }
+/* The child gets no copy of the thread, so a heap lock it held at the fork
+ * would stay held there.  The C library's allocator takes care of that,
+ * sanitizers' allocators do not: a fork waits for the thread to be out of
+ * the heap, and out of its own start (which allocates too). */
+void reserve_fork_lock(void) {
+  pthread_mutex_lock(&g_res.lock);
+  bool starting = g_res.started && !atomic_load(&g_res.alive);
+  pthread_mutex_unlock(&g_res.lock);
+  for (int i = 0; starting && !atomic_load(&g_res.alive) && i < 10000; i++) {
+    struct timespec pause = {0, 100000};
+    nanosleep(&pause, NULL);
+  }
+  pthread_mutex_lock(&g_res.work);
+  pthread_mutex_lock(&g_res.lock);
+}
 
 void reserve_fork_unlock(bool child) {
   if (child) { /* the thread did not come along; its block in hand is lost */
@@ -141,4 +165,5 @@ void reserve_fork_unlock(bool child) {
     pthread_cond_init(&g_res.wake, NULL);
   }
   pthread_mutex_unlock(&g_res.lock);
+  pthread_mutex_unlock(&g_res.work);
 }

@@ -189,12 +189,18 @@ elif mode == "forkexec":
     c.check(abs(cs - 66.7) <= 8 and child + parent >= 0.97 * n, f"fork/exec split: {st}")
     c.check("in 2 processes" in err and "process " in err, f"no per-process lines: {err}")
 elif mode == "short":
-    # One long thread and 500 short ones, 50/50 CPU.
+    # One long thread and 500 short ones doing equal work: their samples
+    # split as their CPU times (measured by the program: on a busy machine
+    # equal work is not equal time).
     rc, out, err, st = sample("s", work, "short", "500")
     c.check(rc == 0, f"exit {rc}: {err}")
     lng, sht = share(st, "long_spin"), share(st, "short_spin")
-    print(f"long {lng:.1f}% short {sht:.1f}% (expected 50/50)")
-    c.check(abs(lng - 50) <= 5 and abs(sht - 50) <= 5, f"long {lng:.1f}% short {sht:.1f}%")
+    cpu = out.split()
+    cl, cs = (float(cpu[2]), float(cpu[4])) if len(cpu) == 5 else (1.0, 1.0)
+    want = 100.0 * cl / (cl + cs)
+    print(f"long {lng:.1f}% short {sht:.1f}% (CPU time: {want:.1f}/{100 - want:.1f})")
+    c.check(len(cpu) == 5, f"no CPU times printed: {out}")
+    c.check(abs(lng - want) <= 5 and abs(sht - (100 - want)) <= 5, f"long {lng:.1f}% short {sht:.1f}%")
     threads = {f[0] for f, _ in st}
     c.check(len(threads) >= 400, f"{len(threads)} threads sampled of 501")
 elif mode == "sigint":
@@ -242,9 +248,11 @@ elif mode == "trace":
     rc, out, err, st = sample("tr", work, "short", "50")
     c.check(rc == 0, f"exit {rc}: {err}")
     trace = os.path.join(scratch, "tr", "samples.perfetto-trace")
+    # The trace holds every sample, the loader's start-up ones included.
+    every = total(read_folded(os.path.join(scratch, "tr", "samples.folded")) or [])
     p = subprocess.run([sys.executable, os.path.join(tests, "perfetto", "check_trace.py"), "proto",
                         os.path.join(tests, "perfetto", "perfetto_min.proto"), trace,
-                        "--perf-samples", str(total(st)), "--sample-function", "start_thread>=95",
+                        "--perf-samples", str(every), "--sample-function", "start_thread>=95",
                         "--sample-function", "long_spin>=40"], capture_output=True, text=True)
     print(p.stdout)
     c.check(p.returncode == 0, f"check_trace: {p.stdout} {p.stderr}")

@@ -43,6 +43,7 @@ static struct {
   bool prefault; /* the kernel can populate ahead (MADV_POPULATE_WRITE) */
   sem_t wake, stopped;
   bool running;
+  _Atomic bool alive; /* the thread reached dr_main */
   _Atomic bool stop;
 } dr = {.spill_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -165,6 +166,7 @@ static void dr_prefault(void) {
 
 static void *dr_main(void *arg) {
   (void)arg;
+  atomic_store(&dr.alive, true);
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -209,6 +211,7 @@ bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t
   sem_init(&dr.wake, 0, 0);
   sem_init(&dr.stopped, 0, 0);
   atomic_store(&dr.stop, false);
+  atomic_store(&dr.alive, false);
   /* Detached: a forked child (where it does not exist) never joins it. */
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -250,5 +253,14 @@ void pt_drain_fork_child(void) {
   dr.spill_fd = -1;
 }
 
-void pt_drain_fork_prepare(void) { pthread_mutex_lock(&dr.lock); }
+/* A fork while the thread is still starting could copy a lock its start
+ * holds (a sanitizer's allocator takes one there, and nothing releases it
+ * in the child): wait for the start, a few microseconds, at most 1 s. */
+void pt_drain_fork_prepare(void) {
+  for (int i = 0; dr.running && !atomic_load(&dr.alive) && i < 10000; i++) {
+    struct timespec pause = {0, 100000};
+    nanosleep(&pause, NULL);
+  }
+  pthread_mutex_lock(&dr.lock);
+}
 void pt_drain_fork_parent(void) { pthread_mutex_unlock(&dr.lock); }
