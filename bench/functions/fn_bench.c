@@ -6,7 +6,11 @@
  * Timed in thread CPU time: the machines here are shared. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 /* Long enough (a 3-byte and a 6-byte instruction first, no RIP-relative
  * one) that both xptrace and uftrace can patch its entry unmodified. */
@@ -26,8 +30,21 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 1000000;
   volatile int acc = 0;
   double t0 = now_ns();
-  for (long i = 0; i < n; ++i)
-    acc += small((int)i);
+  if (argc > 2 && !strcmp(argv[2], "rdtsc")) {
+    /* The floor of any tracer that stamps entry and exit: two rdtsc. */
+#if defined(__x86_64__)
+    volatile unsigned long long stamp;
+    for (long i = 0; i < n; ++i) {
+      stamp = __rdtsc();
+      acc += small((int)i);
+      stamp = __rdtsc();
+    }
+    (void)stamp;
+#endif
+  } else {
+    for (long i = 0; i < n; ++i)
+      acc += small((int)i);
+  }
   double t1 = now_ns();
   printf("%.3f\n", (t1 - t0) / (double)n);
   return acc == 12345 ? 1 : 0;

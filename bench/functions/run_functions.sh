@@ -23,6 +23,7 @@ run_conf() {
     bare-base) "$bin/fn_bench_base" "$n" ;;
     bare-pfe) "$bin/fn_bench_pfe" "$n" ;;
     bare-cyg) "$bin/fn_bench_cyg" "$n" ;;
+    floor-rdtsc) "$bin/fn_bench_base" "$n" rdtsc ;;
     xp-unselected-pfe) xp "$bin/fn_bench_pfe" --functions 'no_such_function' ;;
     xp-cyg) xp "$bin/fn_bench_cyg" --functions ;;
     xp-pfe) xp "$bin/fn_bench_pfe" --functions small ;;
@@ -47,7 +48,7 @@ uf() {
   rm -rf "$tmp/uf" "$tmp/gmon.out"
 }
 
-confs="bare-base bare-pfe bare-cyg xp-unselected-pfe xp-cyg xp-pfe xp-plain"
+confs="bare-base bare-pfe bare-cyg floor-rdtsc xp-unselected-pfe xp-cyg xp-pfe xp-plain"
 [ $have_pg = 1 ] && confs="$confs xp-pg"
 [ $have_uftrace = 1 ] && confs="$confs uf-cyg uf-fentry uf-pfe uf-plain"
 for r in $(seq "$reps"); do
@@ -71,6 +72,7 @@ def cost(k):
 print("Function tracing, ns per call (entry + exit recorded), median of %s x %s calls" % (sys.argv[3], sys.argv[2]))
 print("floor: bare -O2 loop %.2f ns/iteration; bare -fpatchable-function-entry=5 %.2f; "
       "bare -finstrument-functions (glibc's empty hooks) %.2f" % (base, med["bare-pfe"], med["bare-cyg"]))
+print("floor of entry and exit stamps: two rdtsc per call %.1f ns over bare -O2" % cost("floor-rdtsc"))
 print("unselected functions of a patchable build under xptrace: %+.2f ns/call over bare -O2"
       % cost("xp-unselected-pfe"))
 print()

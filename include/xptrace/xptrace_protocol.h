@@ -20,6 +20,7 @@
 #ifndef XPTRACE_PROTOCOL_H
 #define XPTRACE_PROTOCOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "xpti/xpti_data_types.h"
@@ -55,6 +56,19 @@ typedef struct xptrace_timed_slice_t {
   const char *track_name;    /* e.g. "OpenCL queue 1 (in-order)"; copied by the collector */
   const char *name;          /* NULL: the event's payload name */
 } xptrace_timed_slice_t;
+
+/* A direct path for high-rate producers (function tracing).  A subscriber
+ * may export
+ *   xptrace_try_record_t xptraceTryRecordFor(xpti_stream_callback_api_t cb);
+ * returning, for its stream callback cb, a function that handles the
+ * notification (stream, type, NULL parent, event, instance 0, NULL user
+ * data) exactly as cb would and returns true, or changes nothing and
+ * returns false (the producer then notifies as usual).  It must use the
+ * general-purpose registers only (x86-64: no vector or x87 register).
+ * A producer may call it instead of xptiNotifySubscribers only while cb
+ * is the stream's one listener (xptraceStreamSoleListener). */
+typedef bool (*xptrace_try_record_t)(uint8_t stream, uint16_t type,
+                                     const xpti_trace_event_data_t *event);
 
 #ifdef __cplusplus
 }

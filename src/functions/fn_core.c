@@ -173,6 +173,64 @@ static inline fn_thread_t *fn_thread(void) {
   return fn_thread_new();
 }
 
+/* ---- the direct path ------------------------------------------------------------ */
+
+/* While the stream's one listener has a direct recorder
+ * (xptrace/xptrace_protocol.h: the Perfetto recorder's), begins and ends
+ * go straight to it: no proxy and no dispatcher, and from the patched
+ * entries' trampolines no vector register saved (FN_GPR code only).
+ * Found once at start; a later change of listener takes the usual way. */
+static _Atomic(xpti_stream_callback_api_t) *fn_sole;         /* the dispatcher's word */
+static _Atomic(xpti_stream_callback_api_t) fn_direct_listener; /* written before fn_live */
+static _Atomic(xptrace_try_record_t) fn_direct_try;
+
+static inline FN_GPR bool fn_direct(uint16_t type, const xpti_trace_event_data_t *event) {
+  _Atomic(xpti_stream_callback_api_t) *sole = fn_sole;
+  if (!sole)
+    return false;
+  xpti_stream_callback_api_t now = atomic_load_explicit(sole, memory_order_acquire);
+  if (!now || now != atomic_load_explicit(&fn_direct_listener, memory_order_relaxed))
+    return false;
+  return atomic_load_explicit(&fn_direct_try, memory_order_relaxed)(fn_stream, type, event);
+}
+
+static void fn_direct_find(void) {
+  const char *dispatcher = secure_getenv("XPTI_FRAMEWORK_DISPATCHER");
+  void *fw = dispatcher && *dispatcher ? dlopen(dispatcher, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+  void *sym = fw ? dlsym(fw, "xptraceStreamSoleListener") : NULL; /* ours, not Intel's */
+  if (!sym)
+    goto done;
+  const void *(*sole_of)(uint8_t);
+  memcpy(&sole_of, &sym, sizeof sym);
+  _Atomic(xpti_stream_callback_api_t) *sole = (void *)sole_of(fn_stream);
+  xpti_stream_callback_api_t listener = atomic_load(sole);
+  Dl_info info;
+  if (!listener || !dladdr((void *)listener, &info) || !info.dli_fname)
+    goto done;
+  void *lib = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+  sym = lib ? dlsym(lib, "xptraceTryRecordFor") : NULL;
+  if (sym) {
+    xptrace_try_record_t (*try_for)(xpti_stream_callback_api_t);
+    memcpy(&try_for, &sym, sizeof sym);
+    xptrace_try_record_t try_record = try_for(listener);
+    if (try_record) {
+      atomic_store(&fn_direct_listener, listener);
+      atomic_store(&fn_direct_try, try_record);
+      fn_sole = sole;
+    }
+  }
+  if (lib)
+    dlclose(lib);
+done:
+  if (fw)
+    dlclose(fw);
+}
+
+static inline void fn_notify(uint16_t type, xpti_trace_event_data_t *event) {
+  if (!fn_direct(type, event))
+    xptiNotifySubscribers(fn_stream, type, NULL, event, 0, NULL);
+}
+
 /* ---- begin and end ------------------------------------------------------------- */
 
 static void fn_end_frame(fn_frame_t *fr, uint64_t now) {
@@ -180,7 +238,7 @@ static void fn_end_frame(fn_frame_t *fr, uint64_t now) {
     return;
   xpti_trace_event_data_t *ev = fr->fn->event;
   if (!fn_cfg.min_duration) {
-    xptiNotifySubscribers(fn_stream, XPTI_TRACE_FUNCTION_END, NULL, ev, 0, NULL);
+    fn_notify(XPTI_TRACE_FUNCTION_END, ev);
     return;
   }
   if (now - fr->t0 < fn_cfg.min_duration)
@@ -224,7 +282,7 @@ static inline fn_frame_t *fn_push(fn_thread_t *t, fn_func_t *fn, uintptr_t sp) {
     fr->recorded = 1;
     ++t->recorded;
     if (!fn_cfg.min_duration)
-      xptiNotifySubscribers(fn_stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, fn->event, 0, NULL);
+      fn_notify(XPTI_TRACE_FUNCTION_BEGIN, fn->event);
     else
       fr->t0 = fn_now();
   }
@@ -282,6 +340,63 @@ FN_API void __cyg_profile_func_exit(void *this_fn, void *call_site) {
 }
 
 /* ---- patched entries (fn_tramp.S calls these) ---------------------------------- */
+
+/* The trampolines' first try, saving general-purpose registers only: the
+ * common case whole, or nothing changed and 0 (the trampoline then saves
+ * everything and calls the general function below). */
+FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t->busy || fn_cfg.min_duration || t->depth >= FN_MAX_DEPTH ||
+      !atomic_load_explicit(&fn_live, memory_order_relaxed))
+    return 0;
+  uintptr_t ret = *slot;
+  /* A tail call (its slot already ours) or frames to end first: general. */
+  if (ret == (uintptr_t)fn_tramp_exit ||
+      (t->depth > 0 && t->frames[t->depth - 1].sp <= (uintptr_t)slot))
+    return 0;
+  bool record = t->recorded < fn_cfg.depth;
+  ++t->busy;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (record && !fn_direct(XPTI_TRACE_FUNCTION_BEGIN, fn->event)) {
+    atomic_signal_fence(memory_order_seq_cst);
+    --t->busy;
+    return 0;
+  }
+  fn_frame_t *fr = &t->frames[t->depth];
+  fr->sp = (uintptr_t)slot;
+  fr->fn = fn;
+  fr->ret = ret;
+  fr->recorded = record;
+  t->recorded += record;
+  ++t->depth;
+  *slot = (uintptr_t)fn_tramp_exit;
+  t->hijacked = true;
+  atomic_signal_fence(memory_order_seq_cst);
+  --t->busy;
+  return 1;
+}
+
+/* The real return address, or 0: the general function below decides. */
+FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t->busy || fn_cfg.min_duration || t->depth == 0)
+    return 0;
+  fn_frame_t *fr = &t->frames[t->depth - 1];
+  if (fr->sp != (uintptr_t)slot)
+    return 0;
+  ++t->busy;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (fr->recorded && !fn_direct(XPTI_TRACE_FUNCTION_END, fr->fn->event)) {
+    atomic_signal_fence(memory_order_seq_cst);
+    --t->busy;
+    return 0;
+  }
+  t->recorded -= fr->recorded;
+  --t->depth;
+  atomic_signal_fence(memory_order_seq_cst);
+  --t->busy;
+  return fr->ret;
+}
 
 void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
   fn_thread_t *t = fn_thread();
@@ -455,6 +570,7 @@ __attribute__((constructor(200))) static void fn_start(void) {
   fn_stream = xptiRegisterStream("xptrace.functions");
   if (fn_stream == XPTI_INVALID_STREAM_ID)
     return;
+  fn_direct_find();
   if (fn_cfg.min_duration) {
     fn_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
     if (!fn_timed_type) {

@@ -15,6 +15,9 @@
 #include "fn_config.h"
 
 #define FN_HIDDEN __attribute__((visibility("hidden")))
+/* The trampolines' fast path: general-purpose registers only (see
+ * fn_tramp.S; the test functions_direct_gpr disassembles it). */
+#define FN_GPR __attribute__((target("general-regs-only")))
 
 /* One function address: created the first time it is seen (or when its
  * entry is patched), never freed.  event NULL: not traced. */
@@ -63,6 +66,8 @@ FN_HIDDEN void fn_exit_cyg(uintptr_t fn_addr, uintptr_t sp);
 /* Patched entries (fn_tramp.S): slot holds the caller's return address. */
 FN_HIDDEN void fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN uintptr_t fn_exit_patched(uintptr_t *slot);
+FN_HIDDEN FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot);
+FN_HIDDEN FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot);
 /* Before an exception or forced unwind passes through hijacked frames,
  * give them their return addresses back; after a catch, take the live
  * ones again. */

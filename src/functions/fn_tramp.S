@@ -10,7 +10,11 @@
  *
  * Both keep every call-clobbered register (gcc's -fipa-ra may keep values
  * in any of them across a call to a function it knows) and realign the
- * stack before calling C (-fipa-stack-alignment may not align it). */
+ * stack before calling C (-fipa-stack-alignment may not align it).  They
+ * first try the common case in C that touches general-purpose registers
+ * only (fn_enter_fast, fn_exit_fast: FN_GPR), saving only those; the
+ * sixteen xmm registers are saved when that declines.  Sanitizer builds
+ * always save everything: their checks call runtimes that may use xmm. */
 	.text
 	.globl fn_tramp_enter
 	.hidden fn_tramp_enter
@@ -31,6 +35,16 @@ fn_tramp_enter:
 	push %r9
 	push %r10
 	push %r11
+#ifndef FN_TRAMP_SAVE_ALL
+	and $-16, %rsp
+	mov 8(%rbp), %rdi
+	mov 114(%rdi), %rdi
+	lea 16(%rbp), %rsi
+	call fn_enter_fast
+	test %eax, %eax
+	jnz 1f
+	lea -72(%rbp), %rsp
+#endif
 	sub $256, %rsp
 	and $-16, %rsp
 	movdqa %xmm0, 0(%rsp)
@@ -69,6 +83,7 @@ fn_tramp_enter:
 	movdqa 208(%rsp), %xmm13
 	movdqa 224(%rsp), %xmm14
 	movdqa 240(%rsp), %xmm15
+1:
 	lea -72(%rbp), %rsp
 	pop %r11
 	pop %r10
@@ -101,6 +116,17 @@ fn_tramp_exit:
 	push %r9
 	push %r10
 	push %r11
+#ifndef FN_TRAMP_SAVE_ALL
+	and $-16, %rsp
+	lea 8(%rbp), %rdi
+	call fn_exit_fast
+	test %rax, %rax
+	jz 2f
+	mov %rax, 8(%rbp)
+	jmp 3f
+2:
+	lea -72(%rbp), %rsp
+#endif
 	sub $256, %rsp
 	and $-16, %rsp
 	movdqa %xmm0, 0(%rsp)
@@ -138,6 +164,7 @@ fn_tramp_exit:
 	movdqa 208(%rsp), %xmm13
 	movdqa 224(%rsp), %xmm14
 	movdqa 240(%rsp), %xmm15
+3:
 	lea -72(%rbp), %rsp
 	pop %r11
 	pop %r10

@@ -183,14 +183,27 @@ def main():
             if int(r["min_ns"]) < 1000000:
                 fail("%s: a slice of %s ns under --min-duration 1ms" % (r["name"], r["min_ns"]))
         return
-    check = [sys.executable, checker, "proto", proto, os.path.join(out, "trace.perfetto-trace"),
-             "--slices", str(sum(expect.values()) + extra), "--threads", str(threads)]
-    for name, n in expect.items():
-        check += ["--name", "%s=%d" % (name, n)]
-    r = subprocess.run(check, capture_output=True, text=True, timeout=60)
-    print(r.stdout)
-    if r.returncode != 0:
-        fail("trace check")
+    def check_trace(trace):
+        check = [sys.executable, checker, "proto", proto, trace,
+                 "--slices", str(sum(expect.values()) + extra), "--threads", str(threads)]
+        for name, n in expect.items():
+            check += ["--name", "%s=%d" % (name, n)]
+        r = subprocess.run(check, capture_output=True, text=True, timeout=60)
+        print(r.stdout)
+        if r.returncode != 0:
+            fail("trace check of " + trace)
+    check_trace(os.path.join(out, "trace.perfetto-trace"))
+    # The trace collector alone: the direct path (its recorder called from
+    # the hooks and trampolines, no dispatcher), the same trace.
+    direct = os.path.join(scratch, "direct")
+    cmd[cmd.index("perfetto,stats")] = "perfetto"
+    cmd[cmd.index(out)] = direct
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print(" ".join(cmd))
+    print(run.stderr)
+    if run.returncode != status or run.stdout != alone.stdout:
+        fail("direct: status %d, output %r" % (run.returncode, run.stdout))
+    check_trace(os.path.join(direct, "trace.perfetto-trace"))
     print("test_functions: OK")
 
 

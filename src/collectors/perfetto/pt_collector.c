@@ -315,64 +315,57 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
 
 /* The common case: a TLS load, the described-check, a bounds check, the
  * timestamp, the record's stores (two in its compact form) and the
- * release store that publishes it. */
+ * release store that publishes it.  Anything else returns false having
+ * changed nothing, and the slow path takes it from the start. */
+static inline PT_GPR bool pt_record_fast(bool tsc, uint8_t stream, uint16_t type,
+                                         const xpti_trace_event_data_t *event,
+                                         uint64_t instance) {
+  struct pt_rthread *t = pt_tls;
+  uint8_t cls = pt_class[type & 0xff];
+  if (__builtin_expect(t == NULL || event == NULL || (cls & PT_C_SLOW) ||
+                           !atomic_load_explicit(&pt_open, memory_order_relaxed) || t->busy,
+                       0))
+    return false;
+  t->busy = true; /* before t->off is read: see pt_rthread.busy */
+  atomic_signal_fence(memory_order_seq_cst);
+  uint64_t uid = event->unique_id;
+  uint32_t off = t->off;
+  /* Room for the record, and unless it is an end, for the ends of the
+   * open slices and of this one (a begin's end is held from now on). */
+  bool compact = instance == 0 && uid <= XPT_REC_COMPACT_UID_MAX;
+  uint32_t size = compact ? XPT_REC_COMPACT_SIZE : (uint32_t)sizeof(struct xpt_rec_raw);
+  uint32_t need = size;
+  if (!(cls & PT_C_END))
+    need += t->hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
+  bool ok = t->seen[pt_seen_slot(uid)] == uid && t->cap - off >= need &&
+            t->depth < pt_nest_max && (!(cls & PT_C_END) || pt_nest_top_recorded(t));
+  if (__builtin_expect(ok, 1)) {
+    if (cls & PT_C_END)
+      pt_nest_pop(t);
+    else if (cls & PT_C_BEGIN)
+      pt_nest_push(t, PT_RECORDED);
+    uint64_t ts = tsc ? pt_ticks() : pt_now();
+    if (compact) {
+      uint64_t w[2] = {ts | XPT_REC_COMPACT_BIT,
+                       uid | (uint64_t)type << 40 | (uint64_t)stream << 56};
+      memcpy(t->data + off, w, sizeof w);
+    } else {
+      struct xpt_rec_raw r = {ts, uid, instance, type, stream, XPT_REC_EVENT, 0};
+      memcpy(t->data + off, &r, sizeof r);
+    }
+    t->off = off + size;
+    atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  t->busy = false;
+  return ok;
+}
+
 static inline __attribute__((always_inline)) void
 pt_record(bool tsc, uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event,
           uint64_t instance, const void *user_data) {
-  struct pt_rthread *t = pt_tls;
-  uint8_t cls = pt_class[type & 0xff];
-  if (__builtin_expect(t != NULL && event != NULL && !(cls & PT_C_SLOW) &&
-                           atomic_load_explicit(&pt_open, memory_order_relaxed),
-                       1)) {
-    if (__builtin_expect(t->busy, 0)) {
-      pt_drop(1); /* a signal handler interrupted this thread's recording */
-      return;
-    }
-    t->busy = true; /* before t->off is read: see pt_rthread.busy */
-    atomic_signal_fence(memory_order_seq_cst);
-    uint64_t uid = event->unique_id;
-    uint32_t off = t->off;
-    /* Room for the record, and unless it is an end, for the ends of the
-     * open slices and of this one (a begin's end is held from now on). */
-    bool compact = instance == 0 && uid <= XPT_REC_COMPACT_UID_MAX;
-    uint32_t size = compact ? XPT_REC_COMPACT_SIZE : (uint32_t)sizeof(struct xpt_rec_raw);
-    uint32_t need = size;
-    if (!(cls & PT_C_END))
-      need += t->hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
-    if (__builtin_expect(t->seen[pt_seen_slot(uid)] == uid && t->cap - off >= need &&
-                             t->depth < pt_nest_max,
-                         1)) {
-      if (cls & PT_C_END) {
-        enum pt_fate fate = pt_nest_pop(t);
-        if (__builtin_expect(fate != PT_RECORDED, 0)) {
-          atomic_signal_fence(memory_order_seq_cst);
-          t->busy = false;
-          if (fate == PT_DROPPED)
-            pt_drop(1); /* its begin was dropped: the slice goes whole */
-          return;
-        }
-      } else if (cls & PT_C_BEGIN) {
-        pt_nest_push(t, PT_RECORDED);
-      }
-      uint64_t ts = tsc ? pt_ticks() : pt_now();
-      if (compact) {
-        uint64_t w[2] = {ts | XPT_REC_COMPACT_BIT,
-                         uid | (uint64_t)type << 40 | (uint64_t)stream << 56};
-        memcpy(t->data + off, w, sizeof w);
-      } else {
-        struct xpt_rec_raw r = {ts, uid, instance, type, stream, XPT_REC_EVENT, 0};
-        memcpy(t->data + off, &r, sizeof r);
-      }
-      t->off = off + size;
-      atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
-      atomic_signal_fence(memory_order_seq_cst);
-      t->busy = false;
-      return;
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    t->busy = false;
-  }
-  pt_record_slow(tsc, stream, type, event, instance, user_data);
+  if (__builtin_expect(!pt_record_fast(tsc, stream, type, event, instance), 0))
+    pt_record_slow(tsc, stream, type, event, instance, user_data);
 }
 
 /* One callback per stream receives every trace type, user-defined ones
@@ -389,6 +382,20 @@ static void pt_stream_cb_mono(uint8_t stream, uint16_t type, xpti_trace_event_da
                               const void *user_data) {
   (void)parent;
   pt_record(false, stream, type, event, instance, user_data);
+}
+
+/* Function tracing's direct path (include/xptrace/xptrace_protocol.h): a
+ * notification with no parent, instance or user data, recorded when the
+ * common case allows, vector registers untouched (PT_GPR; the test
+ * functions_direct_gpr disassembles it).  Only the TSC clock has one:
+ * reading CLOCK_MONOTONIC goes through the vDSO. */
+static __attribute__((target("general-regs-only"))) bool
+pt_try_record_tsc(uint8_t stream, uint16_t type, const xpti_trace_event_data_t *event) {
+  return pt_record_fast(true, stream, type, event, 0);
+}
+
+XPTI_CALLBACK_API xptrace_try_record_t xptraceTryRecordFor(xpti_stream_callback_api_t callback) {
+  return callback == pt_stream_cb_tsc ? pt_try_record_tsc : NULL;
 }
 
 /* ---- opening the recording ---------------------------------------------- */

@@ -18,12 +18,20 @@
 #include "xpt_rec.h"
 
 #define PT_HIDDEN __attribute__((visibility("hidden")))
+/* Code on the direct path of function tracing (xptraceTryRecordFor):
+ * general-purpose registers only, so the trampolines that reach it need
+ * not save the vector registers.  Inlines into ordinary code as well. */
+#if defined(__x86_64__)
+#define PT_GPR __attribute__((target("general-regs-only"), always_inline))
+#else
+#define PT_GPR __attribute__((always_inline))
+#endif
 
 /* ---- clock: raw TSC ticks when invariant, else MONOTONIC ns ---- */
 
 #if defined(__x86_64__)
 #define PT_HAVE_TSC 1
-static inline uint64_t pt_ticks(void) { return __rdtsc(); }
+static inline PT_GPR uint64_t pt_ticks(void) { return __rdtsc(); }
 #else
 #define PT_HAVE_TSC 0
 static inline uint64_t pt_ticks(void) { return 0; } /* never chosen */
@@ -102,7 +110,7 @@ PT_HIDDEN extern _Atomic uint64_t pt_lost_early; /* before any recording could b
 
 PT_HIDDEN extern __thread struct pt_rthread *pt_tls __attribute__((tls_model("initial-exec")));
 
-static inline size_t pt_seen_slot(uint64_t uid) {
+static inline PT_GPR size_t pt_seen_slot(uint64_t uid) {
   return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
 }
 
@@ -110,7 +118,7 @@ static inline size_t pt_seen_slot(uint64_t uid) {
  * outside the time windows (not a drop). */
 enum pt_fate { PT_RECORDED, PT_DROPPED, PT_GATED };
 
-static inline void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) {
+static inline PT_GPR void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) {
   uint32_t d = t->depth++;
   if (d >= pt_nest_max)
     return; /* too deep: dropped by the caller, its end with it */
@@ -130,7 +138,7 @@ static inline void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) {
 /* An end takes its begin's fate (a lost begin's end goes too).  An end
  * with no open begin (recording started inside the slice) is kept: the
  * finisher removes what stays unpaired. */
-static inline enum pt_fate pt_nest_pop(struct pt_rthread *t) {
+static inline PT_GPR enum pt_fate pt_nest_pop(struct pt_rthread *t) {
   if (t->depth == 0)
     return PT_RECORDED;
   uint32_t d = --t->depth;
@@ -140,6 +148,15 @@ static inline enum pt_fate pt_nest_pop(struct pt_rthread *t) {
     return ((t->gated[d >> 6] >> (d & 63)) & 1) ? PT_GATED : PT_DROPPED;
   t->hold -= (uint32_t)sizeof(struct xpt_rec_raw);
   return PT_RECORDED;
+}
+
+/* Whether the innermost open begin was recorded (pt_nest_pop would say
+ * PT_RECORDED), without popping it. */
+static inline PT_GPR bool pt_nest_top_recorded(const struct pt_rthread *t) {
+  if (t->depth == 0)
+    return true;
+  uint32_t d = t->depth - 1;
+  return d < pt_nest_max && !((t->lost[d >> 6] >> (d & 63)) & 1);
 }
 
 /* ---- pt_chunks.c ---- */
