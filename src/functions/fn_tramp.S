@@ -176,6 +176,12 @@ fn_tramp_exit:
 	pop %rcx
 	pop %rax
 	pop %rbp
-	ret
+	/* Not `ret`: the function's own `ret` already took the caller's entry
+	 * of the return stack buffer (mispredicted: it came here), so a second
+	 * `ret` would pop the next one and leave every return above this one
+	 * mispredicted too.  An indirect jump leaves the buffer in step (the
+	 * slot is read from the red zone, which signal frames skip). */
+	lea 8(%rsp), %rsp
+	jmp *-8(%rsp)
 	.size fn_tramp_exit, .-fn_tramp_exit
 	.section .note.GNU-stack,"",@progbits
