@@ -65,8 +65,14 @@ typedef struct xptrace_timed_slice_t {
  * data) exactly as cb would and returns true, or changes nothing and
  * returns false (the producer then notifies as usual).  It must use the
  * general-purpose registers only (x86-64: no vector or x87 register).
- * A producer may call it instead of xptiNotifySubscribers only while cb
- * is the stream's one listener (xptraceStreamSoleListener). */
+ * A producer may call it instead of xptiNotifySubscribers only while
+ * tracing is enabled and cb is the stream's one listener.  xptrace's
+ * dispatcher exports the two words xptiNotifySubscribers reads first:
+ *   const void *xptraceStreamSoleListener(uint8_t stream);
+ *     an _Atomic(xpti_stream_callback_api_t): the stream's callback when
+ *     it has exactly one (stream-wide), else NULL;
+ *   const void *xptraceTraceEnabledWord(void);
+ *     an _Atomic bool: xptiTraceEnabled(). */
 typedef bool (*xptrace_try_record_t)(uint8_t stream, uint16_t type,
                                      const xpti_trace_event_data_t *event);
 

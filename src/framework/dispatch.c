@@ -168,25 +168,6 @@ static void announce_default_stream(uint8_t id) {
   }
 }
 
-/* xptraceStreamSoleListener's words: a stream's one callback (its `only`)
- * while tracing is enabled, else NULL; written under g.lock. */
-static _Atomic(xpti_stream_callback_api_t) g_sole[256];
-
-static void sole_refresh(uint32_t i) {
-  xpti_stream_callback_api_t cb = NULL;
-  if (atomic_load(&g.enabled))
-    cb = atomic_load_explicit(&g.stream[i].only, memory_order_relaxed);
-  atomic_store_explicit(&g_sole[i], cb, memory_order_release);
-}
-
-static void set_enabled(bool enabled) {
-  pthread_mutex_lock(&g.lock);
-  atomic_store(&g.enabled, enabled);
-  for (uint32_t i = 0; i < 256; i++)
-    sole_refresh(i);
-  pthread_mutex_unlock(&g.lock);
-}
-
 static void framework_init_once(void) {
   const char *enable = getenv("XPTI_TRACE_ENABLE");
   int on = config_trace_enable(enable);
@@ -199,7 +180,7 @@ static void framework_init_once(void) {
     if (subs)
       load_subscribers(subs);
   }
-  set_enabled(!g.env_disabled && g.nsubs > 0);
+  atomic_store(&g.enabled, !g.env_disabled && g.nsubs > 0);
   atexit(finish_pending_streams); /* runs before any library destructor */
 }
 
@@ -260,7 +241,7 @@ static void fork_child(void) {
   if (state != INIT_DONE) /* a lock another thread may have held */
     pthread_mutex_init(&g_init_lock, NULL);
   if (state == INIT_LOADING) {
-    set_enabled(false);
+    atomic_store(&g.enabled, false);
     atomic_store(&g_init_state, INIT_DONE);
   }
 }
@@ -297,12 +278,17 @@ XPTI_EXPORT_API bool xptiTraceEnabled(void) {
 
 XPTI_EXPORT_API bool xptiTraceTryToEnable(void) { return xptiTraceEnabled(); }
 
-XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled) { set_enabled(enabled); }
-
-/* xptrace's extension for direct recorders (xptrace/xptrace_protocol.h). */
-XPTI_EXPORT_API const void *xptraceStreamSoleListener(uint8_t stream) {
-  return (const void *)&g_sole[stream];
+XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled) {
+  atomic_store_explicit(&g.enabled, enabled, memory_order_relaxed);
 }
+
+/* xptrace's extension for direct recorders (xptrace/xptrace_protocol.h):
+ * the words notification reads first. */
+XPTI_EXPORT_API const void *xptraceStreamSoleListener(uint8_t stream) {
+  return (const void *)&g.stream[stream].only;
+}
+
+XPTI_EXPORT_API const void *xptraceTraceEnabledWord(void) { return (const void *)&g.enabled; }
 
 /* ---- streams ----------------------------------------------------------- */
 
@@ -384,7 +370,6 @@ static void stream_refresh_only(stream_t *s) {
                                                                 memory_order_relaxed);
   }
   atomic_store_explicit(&s->only, only, memory_order_release);
-  sole_refresh((uint32_t)(s - g.stream));
 }
 
 static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool active) {
@@ -787,7 +772,6 @@ XPTI_EXPORT_API void xptiReset(void) {
     if (every)
       retire(every);
     atomic_store(&s->only, NULL);
-    atomic_store(&g_sole[i], NULL);
     atomic_store(&s->name, NULL);
     atomic_store(&s->active, 0);
     atomic_store(&s->initialized, 0);

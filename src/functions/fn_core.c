@@ -180,13 +180,15 @@ static inline fn_thread_t *fn_thread(void) {
  * go straight to it: no proxy and no dispatcher, and from the patched
  * entries' trampolines no vector register saved (FN_GPR code only).
  * Found once at start; a later change of listener takes the usual way. */
-static _Atomic(xpti_stream_callback_api_t) *fn_sole;         /* the dispatcher's word */
+static _Atomic(xpti_stream_callback_api_t) *fn_sole; /* the dispatcher's words */
+static _Atomic bool *fn_enabled;
 static _Atomic(xpti_stream_callback_api_t) fn_direct_listener; /* written before fn_live */
 static _Atomic(xptrace_try_record_t) fn_direct_try;
 
-static inline FN_GPR bool fn_direct(uint16_t type, const xpti_trace_event_data_t *event) {
+static inline __attribute__((always_inline)) FN_GPR bool
+fn_direct(uint16_t type, const xpti_trace_event_data_t *event) {
   _Atomic(xpti_stream_callback_api_t) *sole = fn_sole;
-  if (!sole)
+  if (!sole || !atomic_load_explicit(fn_enabled, memory_order_relaxed))
     return false;
   xpti_stream_callback_api_t now = atomic_load_explicit(sole, memory_order_acquire);
   if (!now || now != atomic_load_explicit(&fn_direct_listener, memory_order_relaxed))
@@ -198,10 +200,12 @@ static void fn_direct_find(void) {
   const char *dispatcher = secure_getenv("XPTI_FRAMEWORK_DISPATCHER");
   void *fw = dispatcher && *dispatcher ? dlopen(dispatcher, RTLD_NOLOAD | RTLD_LAZY) : NULL;
   void *sym = fw ? dlsym(fw, "xptraceStreamSoleListener") : NULL; /* ours, not Intel's */
-  if (!sym)
+  void *sym_enabled = fw ? dlsym(fw, "xptraceTraceEnabledWord") : NULL;
+  if (!sym || !sym_enabled)
     goto done;
-  const void *(*sole_of)(uint8_t);
+  const void *(*sole_of)(uint8_t), *(*enabled_word)(void);
   memcpy(&sole_of, &sym, sizeof sym);
+  memcpy(&enabled_word, &sym_enabled, sizeof sym_enabled);
   _Atomic(xpti_stream_callback_api_t) *sole = (void *)sole_of(fn_stream);
   xpti_stream_callback_api_t listener = atomic_load(sole);
   Dl_info info;
@@ -216,6 +220,7 @@ static void fn_direct_find(void) {
     if (try_record) {
       atomic_store(&fn_direct_listener, listener);
       atomic_store(&fn_direct_try, try_record);
+      fn_enabled = (void *)enabled_word();
       fn_sole = sole;
     }
   }

@@ -4,6 +4,22 @@
 #include "check.h"
 #include "xpti/xpti_trace_framework.h"
 
+/* xptrace's extension (xptrace/xptrace_protocol.h): the words notification
+ * reads first, which a direct recorder's producer reads too. */
+const void *xptraceStreamSoleListener(uint8_t stream);
+const void *xptraceTraceEnabledWord(void);
+
+static xpti_stream_callback_api_t sole_of(uint8_t stream) {
+  xpti_stream_callback_api_t cb;
+  __atomic_load((xpti_stream_callback_api_t *)xptraceStreamSoleListener(stream), &cb,
+                __ATOMIC_ACQUIRE);
+  return cb;
+}
+
+static bool enabled_word(void) {
+  return __atomic_load_n((const bool *)xptraceTraceEnabledWord(), __ATOMIC_RELAXED);
+}
+
 static int calls_a, calls_b, order[8], norder;
 static void cb_a(uint16_t t, xpti_trace_event_data_t *p, xpti_trace_event_data_t *e, uint64_t i,
                  const void *u) {
@@ -53,7 +69,9 @@ static void test_stream_callbacks(void) {
   CHECK_EQ(every_type_seen, late);
   /* per-type callbacks run first */
   norder = 0;
+  CHECK(sole_of(s) == cb_every);
   CHECK_EQ(xptiRegisterCallback(s, XPTI_TRACE_SIGNAL, cb_a), XPTI_RESULT_SUCCESS);
+  CHECK(sole_of(s) == NULL); /* two listeners: no direct path */
   xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 2, NULL);
   CHECK(norder == 2 && order[0] == 'a' && order[1] == 'E');
   CHECK_EQ(every_calls, 2);
@@ -69,6 +87,12 @@ static void test_stream_callbacks(void) {
   CHECK(norder == 2 && order[0] == 'a' && order[1] == 'E');
   CHECK_EQ(every_calls, 3);
   CHECK_EQ(xptiUnregisterCallback(s, XPTI_TRACE_SIGNAL, cb_a), XPTI_RESULT_SUCCESS);
+  CHECK(sole_of(s) == cb_every);
+  CHECK(enabled_word() == xptiTraceEnabled());
+  xptiForceSetTraceEnabled(false);
+  CHECK(!enabled_word());
+  xptiForceSetTraceEnabled(true);
+  CHECK(enabled_word());
   norder = 0;
   CHECK_EQ(xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 6, NULL), XPTI_RESULT_SUCCESS);
   CHECK(norder == 1 && order[0] == 'E' && every_type_seen == XPTI_TRACE_SIGNAL);
@@ -77,6 +101,7 @@ static void test_stream_callbacks(void) {
            XPTI_RESULT_INVALIDARG); /* still checked first */
   CHECK_EQ(every_calls, 4);
   CHECK_EQ(xptiUnregisterStream("unit.every"), XPTI_RESULT_SUCCESS);
+  CHECK(sole_of(s) == NULL);
   xptiNotifySubscribers(s, late, NULL, e, 4, NULL);
   CHECK_EQ(every_calls, 4);
   CHECK(!xptiCheckTraceEnabled(s, 0));
