@@ -396,11 +396,12 @@ FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot) {
     --t->busy;
     return 0;
   }
+  uintptr_t ret = fr->ret; /* before the pop: a signal's hooks may reuse the frame */
   t->recorded -= fr->recorded;
   --t->depth;
   atomic_signal_fence(memory_order_seq_cst);
   --t->busy;
-  return fr->ret;
+  return ret;
 }
 
 void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {

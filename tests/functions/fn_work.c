@@ -8,9 +8,14 @@
  *          after_jump: deep1 and deep2 end inside jumper
  * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
  * cancel:  a thread in cancel_outer -> cancel_inner is cancelled
- * threads: 4 threads, each worker -> leaf x 250 */
+ * threads: 4 threads, each worker -> leaf x 250
+ * signals: signal_loop -> leaf x 20000 while a timer's signal, every
+ *          10 us, runs in_handler on this thread: its calls that land in
+ *          a hook are not recorded (at least one is); the rest exact */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +111,45 @@ static void *worker_thread(void *arg) {
   return NULL;
 }
 
+static volatile sig_atomic_t handled;
+
+NOINLINE void in_handler(void) { handled = handled + 1; __asm__ volatile("" ::: "memory"); }
+
+static void on_timer(int sig) {
+  (void)sig;
+  in_handler();
+}
+
+NOINLINE void signal_loop(void) {
+  for (unsigned long i = 0; i < 20000; ++i)
+    leaf(i);
+}
+
+/* A timer's signal interrupting traced calls and their hooks at random
+ * points, its handler traced too. */
+NOINLINE void run_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_timer;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGRTMIN, &sa, NULL);
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = SIGRTMIN;
+  ev._sigev_un._tid = gettid();
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
+    return;
+  struct itimerspec every = {{0, 10000}, {0, 10000}};
+  timer_settime(timer, 0, &every, NULL);
+  signal_loop();
+  while (handled == 0) /* one at least, on a slow machine too */
+    pause();
+  timer_delete(timer);
+  signal(SIGRTMIN, SIG_IGN);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   int all = strcmp(mode, "all") == 0;
@@ -132,6 +176,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; ++i)
       pthread_join(t[i], NULL);
   }
+  if (strcmp(mode, "signals") == 0)
+    run_signals();
   printf("fn_work %s done\n", mode);
   if (all || strcmp(mode, "exit") == 0)
     exit_deep1();
