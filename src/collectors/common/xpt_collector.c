@@ -98,6 +98,40 @@ uint64_t xpt_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* TSC ticks at a constant rate through frequency changes and idle states. */
+static bool xpt_tsc_invariant(void) {
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f)
+    return false;
+  char *line = NULL;
+  size_t cap = 0;
+  bool constant = false, nonstop = false;
+  while (getline(&line, &cap, f) > 0) {
+    if (strncmp(line, "flags", 5) != 0)
+      continue;
+    for (char *tok = strtok(line + 5, " \t\n:"); tok; tok = strtok(NULL, " \t\n"))
+      constant |= !strcmp(tok, "constant_tsc"), nonstop |= !strcmp(tok, "nonstop_tsc");
+    break; /* the first CPU speaks for all */
+  }
+  free(line);
+  fclose(f);
+  return constant && nonstop;
+}
+
+bool xpt_clock_tsc(bool report) {
+#if defined(__x86_64__)
+  const char *mode = getenv("XPTRACE_CLOCK");
+  if (mode && !strcmp(mode, "monotonic"))
+    return false;
+  if (report && mode && *mode && strcmp(mode, "auto"))
+    xpt_msg("xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto", mode);
+  return xpt_tsc_invariant();
+#else
+  (void)report;
+  return false;
+#endif
+}
+
 /* ---- trace point type names ------------------------------------------------ */
 
 /* Indexed by type >> 1 for the standard types below 128. */

@@ -39,6 +39,10 @@ XPT_HIDDEN void xpt_flush_all(enum xpt_flush_reason reason);
 /* Monotonic timestamp in ns (CLOCK_MONOTONIC): the one clock all
  * collectors use, so their timestamps can be compared. */
 XPT_HIDDEN uint64_t xpt_now_ns(void);
+/* Whether to stamp with raw TSC ticks (x86-64, invariant TSC, and
+ * XPTRACE_CLOCK not "monotonic"); report: say once when XPTRACE_CLOCK is
+ * neither auto nor monotonic (one collector does). */
+XPT_HIDDEN bool xpt_clock_tsc(bool report);
 
 /* Name of a trace point type into buf: "task_begin",
  * "function_with_args_end", ...; user-defined types

@@ -32,26 +32,6 @@
 #include "xpt_rec.h"
 #include "xptrace/xptrace_protocol.h"
 
-/* TSC ticks at a constant rate through frequency changes and idle states. */
-static bool pt_tsc_invariant(void) {
-  FILE *f = fopen("/proc/cpuinfo", "re");
-  if (!f)
-    return false;
-  char *line = NULL;
-  size_t cap = 0;
-  bool constant = false, nonstop = false;
-  while (getline(&line, &cap, f) > 0) {
-    if (strncmp(line, "flags", 5) != 0)
-      continue;
-    for (char *tok = strtok(line + 5, " \t\n:"); tok; tok = strtok(NULL, " \t\n"))
-      constant |= !strcmp(tok, "constant_tsc"), nonstop |= !strcmp(tok, "nonstop_tsc");
-    break; /* the first CPU speaks for all */
-  }
-  free(line);
-  fclose(f);
-  return constant && nonstop;
-}
-
 /* ---- configuration (read once) ------------------------------------------ */
 
 static uint32_t pt_format_kind;
@@ -649,13 +629,7 @@ static void pt_fork_child(void) {
 /* ---- set-up and the subscriber entry points --------------------------- */
 
 static void pt_setup(void) {
-  const char *mode = getenv("XPTRACE_CLOCK");
-  bool want_tsc = true;
-  if (mode && !strcmp(mode, "monotonic"))
-    want_tsc = false;
-  else if (mode && *mode && strcmp(mode, "auto"))
-    xpt_msg("xpti: XPTRACE_CLOCK='%s' is not auto or monotonic; using auto", mode);
-  pt_use_tsc = PT_HAVE_TSC && want_tsc && pt_tsc_invariant();
+  pt_use_tsc = PT_HAVE_TSC && xpt_clock_tsc(true);
   const char *fmt = getenv("XPTRACE_TRACE_FORMAT");
   pt_format_kind = XPT_REC_FORMAT_PROTO;
   if (fmt && !strcmp(fmt, "json"))

@@ -26,6 +26,7 @@ typedef struct stats_row {
   uint64_t unmatched_ends;
   uint64_t unclosed; /* begins left open: counted when a thread ends or is reported */
   uint64_t p50, p95, p99; /* the report's only */
+  bool ticks; /* durations in TSC ticks (begin/end pairs), else ns; the report scales */
   stats_hist_t hist;
 } stats_row_t;
 
@@ -81,7 +82,8 @@ static inline bool stats_type_is_point(uint16_t type) { return !stats_type_is_pa
 /* Percentiles, order, then stats.csv and stats.json into the output
  * folder and the table to the original stderr (once, unless more was
  * recorded since).  Sorts rep's rows. */
-XPT_HIDDEN void stats_report_write(stats_table_t *rep);
+/* ns_per_tick: the scale of rows kept in TSC ticks (0: none are). */
+XPT_HIDDEN void stats_report_write(stats_table_t *rep, double ns_per_tick);
 /* In a forked child: nothing reported yet. */
 XPT_HIDDEN void stats_report_forget(void);
 

@@ -83,6 +83,7 @@ void stats_table_add(stats_table_t *tab, const stats_row_t *from) {
     tab->dropped += from->count + from->unmatched_ends + from->unclosed;
     return;
   }
+  m->ticks |= from->ticks;
   m->count += from->count;
   m->total += from->total;
   m->self += from->self;
@@ -408,7 +409,11 @@ static struct {
 
 void stats_report_forget(void) { stats_reported.done = false; }
 
-void stats_report_write(stats_table_t *rep) {
+static uint64_t stats_scale(uint64_t ticks, double ns_per_tick) {
+  return (uint64_t)((double)ticks * ns_per_tick + 0.5);
+}
+
+void stats_report_write(stats_table_t *rep, double ns_per_tick) {
   for (size_t r = 0; r < rep->nrows; ++r) {
     stats_row_t *m = &rep->rows[r];
     if (m->count == 0 || stats_type_is_point(m->type)) {
@@ -425,6 +430,12 @@ void stats_report_write(stats_table_t *rep) {
         *p[i] = m->min;
       if (*p[i] > m->max)
         *p[i] = m->max;
+    }
+    if (m->ticks && ns_per_tick > 0) {
+      uint64_t *v[7] = {&m->total, &m->self, &m->min, &m->max, &m->p50, &m->p95, &m->p99};
+      for (int i = 0; i < 7; ++i)
+        *v[i] = stats_scale(*v[i], ns_per_tick);
+      m->ticks = false;
     }
   }
   if (rep->nrows) /* none: rows may be NULL, which qsort must not get */
