@@ -76,6 +76,30 @@ typedef struct xptrace_timed_slice_t {
 typedef bool (*xptrace_try_record_t)(uint8_t stream, uint16_t type,
                                      const xpti_trace_event_data_t *event);
 
+/* One time stamp per notification, whatever the number of collectors:
+ * xptrace's dispatcher counts each thread's notifications (seq), and
+ *   xptrace_stamp_t *xptraceThreadStamp(void);
+ * gives the calling thread's record.  A collector that stamps an event
+ * may publish its stamp (stamped = seq, stamp, clock); a collector called
+ * later for the same notification finds stamped == seq and the same clock
+ * and may use it instead of reading the clock again.  Per thread: plain
+ * loads and stores. */
+enum { XPTRACE_STAMP_NONE = 0, XPTRACE_STAMP_TSC = 1, XPTRACE_STAMP_MONOTONIC_NS = 2 };
+typedef struct xptrace_stamp_t {
+  uint64_t seq;     /* this thread's notifications so far (the dispatcher's) */
+  uint64_t stamped; /* the seq that stamp belongs to */
+  uint64_t stamp;   /* TSC ticks or CLOCK_MONOTONIC ns, as clock says */
+  uint32_t clock;   /* XPTRACE_STAMP_* */
+  uint32_t reserved;
+} xptrace_stamp_t;
+
+/* Exported by xptrace's dispatcher (libxptifw.so) only: see above.  A
+ * program or library meant for other dispatchers too looks them up
+ * (dlsym) instead of linking them. */
+const void *xptraceStreamSoleListener(uint8_t stream);
+const void *xptraceTraceEnabledWord(void);
+xptrace_stamp_t *xptraceThreadStamp(void);
+
 #ifdef __cplusplus
 }
 #endif

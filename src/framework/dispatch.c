@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "xptrace/xptrace_protocol.h"
 
 #define MAX_STREAMS 255 /* id 255 is XPTI_INVALID_STREAM_ID */
 #define MAX_SUBSCRIBERS 64
@@ -70,6 +71,7 @@ static struct {
        .nstreams = 1}; /* id 0 is never a stream: Intel's headers read it as none */
 
 static __thread uint64_t tls_universal_id __attribute__((tls_model("initial-exec")));
+static __thread xptrace_stamp_t tls_stamp __attribute__((tls_model("initial-exec")));
 static __thread const char *tls_stash_key __attribute__((tls_model("initial-exec")));
 static __thread uint64_t tls_stash_value __attribute__((tls_model("initial-exec")));
 
@@ -289,6 +291,8 @@ XPTI_EXPORT_API const void *xptraceStreamSoleListener(uint8_t stream) {
 }
 
 XPTI_EXPORT_API const void *xptraceTraceEnabledWord(void) { return (const void *)&g.enabled; }
+
+XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) { return &tls_stamp; }
 
 /* ---- streams ----------------------------------------------------------- */
 
@@ -587,6 +591,7 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_FALSE;
   if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
     return XPTI_RESULT_INVALIDARG;
+  ++tls_stamp.seq; /* a new notification: no collector has stamped it */
   xpti_stream_callback_api_t only =
       atomic_load_explicit(&g.stream[stream].only, memory_order_acquire);
   if (LIKELY(only != NULL)) {

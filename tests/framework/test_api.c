@@ -3,11 +3,10 @@
 
 #include "check.h"
 #include "xpti/xpti_trace_framework.h"
+#include "xptrace/xptrace_protocol.h"
 
 /* xptrace's extension (xptrace/xptrace_protocol.h): the words notification
  * reads first, which a direct recorder's producer reads too. */
-const void *xptraceStreamSoleListener(uint8_t stream);
-const void *xptraceTraceEnabledWord(void);
 
 static xpti_stream_callback_api_t sole_of(uint8_t stream) {
   xpti_stream_callback_api_t cb;
@@ -105,6 +104,47 @@ static void test_stream_callbacks(void) {
   xptiNotifySubscribers(s, late, NULL, e, 4, NULL);
   CHECK_EQ(every_calls, 4);
   CHECK(!xptiCheckTraceEnabled(s, 0));
+}
+
+/* One stamp per notification: the first collector publishes it, a later
+ * one of the same notification finds it; the next notification does not. */
+static int stamp_reused;
+static void cb_stamp_first(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                           xpti_trace_event_data_t *event, uint64_t instance, const void *ud) {
+  (void)stream, (void)type, (void)parent, (void)event, (void)ud;
+  xptrace_stamp_t *st = xptraceThreadStamp();
+  if (instance == 1) { /* the second notification is left unstamped */
+    st->stamped = st->seq;
+    st->stamp = 1234;
+    st->clock = XPTRACE_STAMP_TSC;
+  }
+}
+static void cb_stamp_later(uint8_t stream, uint16_t type, xpti_trace_event_data_t *parent,
+                           xpti_trace_event_data_t *event, uint64_t instance, const void *ud) {
+  (void)stream, (void)type, (void)parent, (void)event, (void)instance, (void)ud;
+  xptrace_stamp_t *st = xptraceThreadStamp();
+  stamp_reused = st->stamped == st->seq && st->stamp == 1234 && st->clock == XPTRACE_STAMP_TSC;
+}
+
+static void test_stamp(void) {
+  xptrace_stamp_t *st = xptraceThreadStamp();
+  CHECK(st != NULL);
+  uint8_t s = xptiRegisterStream("unit.stamp");
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_stamp_first), XPTI_RESULT_SUCCESS);
+  xpti_payload_t p = xpti_payload_make("stamp", "stamp.c", 1, 1, NULL);
+  xpti_trace_event_data_t *e = xptiMakeEvent(NULL, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  uint64_t seq = st->seq;
+  xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 1, NULL); /* one listener: its path */
+  CHECK_EQ(st->seq, seq + 1);
+  CHECK_EQ(xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, NULL, 1, NULL), XPTI_RESULT_INVALIDARG);
+  CHECK_EQ(st->seq, seq + 1); /* refused: not a notification */
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_stamp_later), XPTI_RESULT_SUCCESS);
+  xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 1, NULL);
+  CHECK_EQ(st->seq, seq + 2);
+  CHECK_EQ(stamp_reused, 1);
+  xptiNotifySubscribers(s, XPTI_TRACE_SIGNAL, NULL, e, 2, NULL); /* stamped by none */
+  CHECK_EQ(stamp_reused, 0);
+  CHECK_EQ(xptiUnregisterStream("unit.stamp"), XPTI_RESULT_SUCCESS);
 }
 
 static void test_strings(void) {
@@ -436,6 +476,7 @@ int main(void) {
   test_streams_callbacks();
   test_user_defined();
   test_stream_callbacks();
+  test_stamp();
   test_ids_and_tls();
   test_life_cycle();
   test_user_data_names();

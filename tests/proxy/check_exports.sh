@@ -1,13 +1,13 @@
 #!/bin/sh
 # Export test.  usage: check_exports.sh <print_api_names> <libxptifw.so> <lib linking libxpti.a>
 # 1. The dispatcher exports exactly the api.def functions, plus
-#    xptiTraceTryToEnable, xptiReset, xptrace's xptraceStreamSoleListener and xptraceTraceEnabledWord (and the linker's/sanitizers' own).
+#    xptiTraceTryToEnable, xptiReset, xptrace's xptraceStreamSoleListener, xptraceTraceEnabledWord and xptraceThreadStamp (and the linker's/sanitizers' own).
 # 2. A shared library that links the proxy exports no xpti* symbol.
 names=$1 dispatcher=$2 user=$3
 fail=0
 standard='^(_init|_fini|_edata|_end|__bss_start|__(asan|lsan|ubsan|tsan|odr_asan|sanitizer)[A-Za-z0-9_.]*)$'
 
-expected=$( { "$names" && echo xptiTraceTryToEnable && echo xptiReset && echo xptraceStreamSoleListener && echo xptraceTraceEnabledWord; } | sort) || exit 1
+expected=$( { "$names" && echo xptiTraceTryToEnable && echo xptiReset && echo xptraceStreamSoleListener && echo xptraceTraceEnabledWord && echo xptraceThreadStamp; } | sort) || exit 1
 [ "$(echo "$expected" | wc -l)" -gt 10 ] || { echo "check_exports: api list too short"; exit 1; }
 exported=$(nm -D --defined-only "$dispatcher" | awk '{print $NF}' | grep -v -E "$standard" | sort)
 if [ "$expected" != "$exported" ]; then

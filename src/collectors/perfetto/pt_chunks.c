@@ -308,6 +308,7 @@ static struct pt_rthread *pt_thread_new_unblocked(void) {
   }
   t->pid = getpid();
   t->tid = (pid_t)syscall(SYS_gettid);
+  t->stamp = xptraceThreadStamp();
   t->segment = 0;
   t->next_free = NULL;
   t->depth = t->hold = 0; /* the ended thread's open slices are not ours */

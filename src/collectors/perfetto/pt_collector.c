@@ -289,6 +289,7 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     return;
   }
   struct xpt_rec_raw r = {tsc ? pt_ticks() : pt_now(), uid, instance, type, stream, kind, len};
+  pt_publish_stamp(t, tsc, r.ts);
   pt_append(p, 0, &r, extra, extra_len, s1, s1_len, s2, s2_len);
   pt_commit(t, c, end);
 }
@@ -325,6 +326,7 @@ static inline PT_GPR bool pt_record_fast(bool tsc, uint8_t stream, uint16_t type
     else if (cls & PT_C_BEGIN)
       pt_nest_push(t, PT_RECORDED);
     uint64_t ts = tsc ? pt_ticks() : pt_now();
+    pt_publish_stamp(t, tsc, ts);
     if (compact) {
       uint64_t w[2] = {ts | XPT_REC_COMPACT_BIT,
                        uid | (uint64_t)type << 40 | (uint64_t)stream << 56};

@@ -16,6 +16,7 @@
 #endif
 
 #include "xpt_rec.h"
+#include "xptrace/xptrace_protocol.h"
 
 #define PT_HIDDEN __attribute__((visibility("hidden")))
 /* Code on the direct path of function tracing (xptraceTryRecordFor):
@@ -85,6 +86,9 @@ struct pt_rthread {
   uint64_t lost[PT_NEST_WORDS];
   uint64_t gated[PT_NEST_WORDS]; /* of the lost: begun outside a time window */
   struct pt_rthread *next_all, *next_free;
+  /* The dispatcher's stamp record of this thread (NULL: none): this
+   * collector's time stamps go there for the collectors called after it. */
+  xptrace_stamp_t *stamp;
 };
 
 struct pt_recording {
@@ -148,6 +152,16 @@ static inline PT_GPR enum pt_fate pt_nest_pop(struct pt_rthread *t) {
     return ((t->gated[d >> 6] >> (d & 63)) & 1) ? PT_GATED : PT_DROPPED;
   t->hold -= (uint32_t)sizeof(struct xpt_rec_raw);
   return PT_RECORDED;
+}
+
+/* For the collectors called after this one in the same notification. */
+static inline PT_GPR void pt_publish_stamp(struct pt_rthread *t, bool tsc, uint64_t ts) {
+  xptrace_stamp_t *s = t->stamp;
+  if (s) {
+    s->stamped = s->seq;
+    s->stamp = ts;
+    s->clock = tsc ? XPTRACE_STAMP_TSC : XPTRACE_STAMP_MONOTONIC_NS;
+  }
 }
 
 /* Whether the innermost open begin was recorded (pt_nest_pop would say

@@ -99,6 +99,21 @@ static inline uint64_t stats_now(void) {
   return xpt_now_ns();
 }
 
+/* The stamp of this notification when a collector called before this one
+ * (the trace collector) published it in the dispatcher's record: one
+ * clock read per notification. */
+static __thread xptrace_stamp_t *stats_stamp_tls __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t stats_event_stamp(void) {
+  xptrace_stamp_t *s = stats_stamp_tls;
+  if (!s)
+    s = stats_stamp_tls = xptraceThreadStamp();
+  uint32_t clock = stats_tsc ? XPTRACE_STAMP_TSC : XPTRACE_STAMP_MONOTONIC_NS;
+  if (s->stamped == s->seq && s->clock == clock)
+    return s->stamp;
+  return stats_now();
+}
+
 /* A (ticks, ns) pair read together: the ns read between two tick reads. */
 static void stats_clock_pair(uint64_t *ticks, uint64_t *ns) {
   uint64_t a = stats_now();
@@ -358,7 +373,7 @@ static void stats_window_change(bool open, uint64_t mono_ns) {
 
 static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t *event,
                          const void *user_data) {
-  uint64_t now = stats_now();
+  uint64_t now = stats_event_stamp();
   bool open = atomic_load_explicit(&stats_open, memory_order_relaxed);
   stats_thread_t *t = stats_tls;
   if ((!t && !(t = stats_thread_new())) || !stats_thread_enter(t)) {
