@@ -20,13 +20,18 @@
  * total stays within twice the live size. */
 XPTIFW_HIDDEN void retire(void *block);
 XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
-/* calloc, on huge pages when big. */
+/* calloc, its pages faulted in now; huge_block: on huge pages. */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
+XPTIFW_HIDDEN void *huge_block(size_t bytes);
+
+/* The pool's lock (tables.c), taken in the fork order below. */
+XPTIFW_HIDDEN void pool_fork_lock(void);
+XPTIFW_HIDDEN void pool_fork_unlock(void);
 
 /* Zeroed blocks made ahead by a background thread (reserve.c).  Sizes from
  * RESERVE_MIN up; want: keep count (at most 2) blocks of size ready; take:
  * a ready block of size or NULL, then keep keep ready from now on. */
-#define RESERVE_MIN ((size_t)1 << 20)
+#define RESERVE_MIN ((size_t)256 << 10)
 XPTIFW_HIDDEN void reserve_want(size_t size, unsigned count);
 XPTIFW_HIDDEN void *reserve_take(size_t size, unsigned keep);
 /* fork: the lock, innermost; the child starts a new thread when needed. */
@@ -35,13 +40,12 @@ XPTIFW_HIDDEN void reserve_fork_unlock(bool child);
 
 /* Bump allocator for immutable copies (strings, objects, payloads). */
 typedef struct arena {
-  char *cur, *limit, *end; /* limit: end, or a mark that asks for more ahead */
-  size_t next_chunk;
+  char *cur, *end;
 } arena_t;
 XPTIFW_HIDDEN void *arena_alloc_slow(arena_t *a, size_t size, size_t align);
 static inline void *arena_alloc(arena_t *a, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
-  if (UNLIKELY(p + size > (uintptr_t)a->limit)) /* also when a->cur is NULL */
+  if (UNLIKELY(p + size > (uintptr_t)a->end)) /* also when a->cur is NULL */
     return arena_alloc_slow(a, size, align);
   a->cur = (char *)(p + size);
   return (void *)p;
@@ -309,7 +313,8 @@ XPTIFW_HIDDEN void interop_reset(void);
 
 /* ---- fork: every lock taken in one fixed order, outermost first ------ */
 /* dispatch g.lock -> registry (growth, metadata) -> objects -> strings
- * -> retired list -> reserve: the order in which the code nests them. */
+ * -> pool -> retired list -> reserve: the order in which the code nests
+ * them. */
 XPTIFW_HIDDEN void registry_fork_lock(void);
 XPTIFW_HIDDEN void registry_fork_unlock(void);
 XPTIFW_HIDDEN void tables_fork_lock(void);

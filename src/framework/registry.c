@@ -90,9 +90,7 @@ void registry_fork_unlock(void) {
 void registry_reset(void) {
   pthread_mutex_lock(&g_reg.lock);
   atomic_fetch_add(&g_epoch, 1); /* every thread's cache and arena are stale */
-  hindex_t *old = atomic_exchange(&g_reg.slots, NULL);
-  if (old)
-    retire(old);
+  atomic_store(&g_reg.slots, NULL); /* kept: blocks live for the process */
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
     atomic_store(&g_reg.by_uid.seg[k], NULL);
   atomic_store(&g_reg.count, 0);

@@ -34,10 +34,11 @@ static struct {
   pthread_mutex_t lock;
   pthread_mutex_t work; /* held while the thread allocates or frees */
   pthread_cond_t wake;
-  _Atomic bool alive; /* the thread reached reserve_main */
   bool started;
   bool forked; /* in a child: no thread */
   reserve_entry_t entry[RESERVE_SIZES];
+  /* apart from the flags above: a compiler may read both in one load */
+  _Atomic bool alive; /* the thread reached reserve_main */
 } g_res = {.lock = PTHREAD_MUTEX_INITIALIZER,
            .work = PTHREAD_MUTEX_INITIALIZER,
            .wake = PTHREAD_COND_INITIALIZER};
@@ -61,7 +62,7 @@ static void *reserve_main(void *arg) {
     size_t size = e->size;
     pthread_mutex_unlock(&g_res.lock);
     pthread_mutex_lock(&g_res.work);
-    void *block = zeroed_block(size); /* the slow part, callers not blocked */
+    void *block = huge_block(size); /* the slow part, callers not blocked */
     pthread_mutex_lock(&g_res.lock);
     if (!block)
       e->want = 0; /* no memory: stop asking */

@@ -28,6 +28,7 @@ void retire(void *block) {
 void tables_fork_lock(void) {
   pthread_mutex_lock(&g_objects.lock);
   pthread_mutex_lock(&g_strings.lock);
+  pool_fork_lock();
   pthread_mutex_lock(&g_retired_lock);
   reserve_fork_lock();
 }
@@ -35,6 +36,7 @@ void tables_fork_lock(void) {
 void tables_fork_unlock(bool child) {
   reserve_fork_unlock(child);
   pthread_mutex_unlock(&g_retired_lock);
+  pool_fork_unlock();
   pthread_mutex_unlock(&g_strings.lock);
   pthread_mutex_unlock(&g_objects.lock);
 }
@@ -48,76 +50,115 @@ void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* Big zeroed blocks are 2 MiB aligned with transparent huge pages
- * requested before the first touch: a probe into a large index then costs
- * a cache miss without a page walk, and filling an arena faults once per
- * 2 MiB instead of once per 4 KiB (a fault costs microseconds in a VM).
- * Heap memory, so leak checkers still see the pointers it holds. */
-#define HUGE_PAGE ((size_t)2 << 20)
+/* Zeroed memory, faulted in with one call rather than one fault each as
+ * first written (refused by an older kernel: it faults as used). */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 void *zeroed_block(size_t bytes) {
-  if (bytes < HUGE_PAGE) {
-    /* Smaller chunks are filled soon: their pages are faulted in with one
-     * call here rather than one fault each as they are first written
-     * (a fault's entry and exit cost more than the page's clearing in a
-     * VM).  Refused by an older kernel: they fault as used. */
-    char *p = xcalloc(1, bytes);
-    uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-    if (p && end > first)
-      madvise((void *)first, end - first, MADV_POPULATE_WRITE);
-    return p;
-  }
-  void *p = NULL;
-  if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
-    return xcalloc(1, bytes);
-  madvise(p, bytes & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint: fine if refused */
-  memset(p, 0, bytes);
+  char *p = xcalloc(1, bytes);
+  uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+  uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+  if (p && end > first)
+    madvise((void *)first, end - first, MADV_POPULATE_WRITE);
   return p;
 }
 
-#define ARENA_FIRST_CHUNK ((size_t)64 << 10)
-#define ARENA_CHUNK HUGE_PAGE
-
-/* A thread's chunks double from 64 KiB to 2 MiB (huge pages from there),
- * so a thread that makes a few trace points costs little.  Half way
- * through its 1 MiB chunk (some 2000 trace points) the reserve is asked
- * for 2 MiB chunks, and later chunks come from it when one is ready: a
- * thread that makes many neither faults nor clears pages itself while the
- * reserve keeps up, and never waits for it.  (Starting the reserve's
- * thread earlier costs small programs more than it saves: its huge page
- * faults, compaction included, stall the creating thread's own.) */
-void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
-  uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
-  if (a->cur && p + size <= (uintptr_t)a->end) { /* passed the mark */
-    reserve_want(ARENA_CHUNK, 2);
-    a->limit = a->end;
-  } else {
-    size_t chunk = a->next_chunk ? a->next_chunk : ARENA_FIRST_CHUNK;
-    if (size + align > chunk / 4) /* oversized: keep the current chunk */
-      return shared_alloc(size, align);
-    char *block = chunk == ARENA_CHUNK ? reserve_take(ARENA_CHUNK, 2) : NULL;
-    if (block)
-      chunk = ARENA_CHUNK;
-    else if (!(block = zeroed_block(chunk)))
-      return NULL;
-    retire(block); /* arenas live for the process; keep them reachable */
-    a->cur = block;
-    a->end = block + chunk;
-    a->limit = chunk == ARENA_CHUNK / 2 ? block + chunk / 2 : a->end;
-    a->next_chunk = chunk < ARENA_CHUNK ? chunk * 2 : ARENA_CHUNK;
-    p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
-  }
-  a->cur = (char *)(p + size);
-  return (void *)p;
+/* The same on 2 MiB-aligned transparent huge pages, requested before the
+ * first touch, rounded up to whole huge pages.  In this VM a 4 KiB fault
+ * costs 1-3 us, so 2 MiB of small pages cost 0.5-1.5 ms, while one huge
+ * page costs 200-400 us, clearing included (rarely a few ms, when the host
+ * or the kernel's compaction is slow); a probe into a large index also
+ * misses no page walk.  Below 1 MiB, clearing a whole huge page costs more
+ * than it saves (measured: a 512 KiB index grew faster on small pages).
+ * Heap memory, so leak checkers still see the pointers it holds. */
+#define HUGE_PAGE ((size_t)2 << 20)
+void *huge_block(size_t bytes) {
+  size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  void *p = NULL;
+  if (bytes < HUGE_PAGE / 2 || posix_memalign(&p, HUGE_PAGE, rounded) != 0)
+    return zeroed_block(bytes);
+  madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine if refused */
+  memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
+  return p;
 }
 
-/* A big block from the reserve when one is ready. */
-static void *big_block(size_t bytes) {
-  void *p = bytes >= RESERVE_MIN ? reserve_take(bytes, 0) : NULL;
-  return p ? p : zeroed_block(bytes);
+/* The pool: the tables' smaller blocks (arena chunks, small indexes and
+ * id segments) carved from shared 2 MiB huge-page blocks.  The reserve's
+ * thread makes the next one ahead of need (asked when a block is half
+ * used), so a thread creating trace points neither faults nor clears pages
+ * while the reserve keeps up.  When it has none ready the creating thread
+ * makes one itself rather than wait, still on huge pages: measured, that
+ * beats 4 KiB pages faulted as used by 2-3x even with the occasional slow
+ * huge page.  The first block is 256 KiB of small pages faulted as used,
+ * so a program that makes a few trace points touches a few pages and never
+ * starts the reserve.  Blocks live for the process. */
+#define POOL_BLOCK HUGE_PAGE
+#define POOL_SMALL ((size_t)256 << 10)
+static struct {
+  pthread_mutex_t lock;
+  char *cur, *mark, *end; /* mark: where the next block is asked for */
+} g_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *pool_alloc(size_t bytes) {
+  bytes = (bytes + 63) & ~(size_t)63;
+  pthread_mutex_lock(&g_pool.lock);
+  if ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
+    size_t size = POOL_BLOCK;
+    char *block = g_pool.end ? reserve_take(POOL_BLOCK, 1) : NULL;
+    if (!block && g_pool.end)
+      block = huge_block(size);
+    if (!block)
+      block = xcalloc(1, size = POOL_SMALL);
+    if (!block) {
+      pthread_mutex_unlock(&g_pool.lock);
+      return NULL;
+    }
+    retire(block);
+    g_pool.cur = block;
+    g_pool.end = block + size;
+    g_pool.mark = block + (size == POOL_BLOCK ? size / 2 : size / 4 * 3);
+  }
+  char *p = g_pool.cur;
+  g_pool.cur += bytes;
+  if (g_pool.cur >= g_pool.mark && p < g_pool.mark)
+    reserve_want(POOL_BLOCK, 1);
+  pthread_mutex_unlock(&g_pool.lock);
+  return p;
+}
+
+void pool_fork_lock(void) { pthread_mutex_lock(&g_pool.lock); }
+void pool_fork_unlock(void) { pthread_mutex_unlock(&g_pool.lock); }
+
+/* A zeroed block kept for the process: from the pool when small, else from
+ * the reserve when one is ready (asked ahead by the caller), else made here. */
+static void *kept_block(size_t bytes) {
+  if (bytes < RESERVE_MIN)
+    return pool_alloc(bytes);
+  void *p = reserve_take(bytes, 0);
+  if (!p && (p = huge_block(bytes)) == NULL)
+    return NULL;
+  retire(p);
+  return p;
+}
+
+#define ARENA_FIRST_CHUNK ((size_t)16 << 10)
+#define ARENA_CHUNK ((size_t)64 << 10)
+
+/* A thread's records and strings go in chunks of the pool: 16 KiB first,
+ * so a thread that makes a few trace points costs little, 64 KiB after. */
+void *arena_alloc_slow(arena_t *a, size_t size, size_t align) {
+  size_t chunk = a->cur ? ARENA_CHUNK : ARENA_FIRST_CHUNK;
+  if (size + align > ARENA_CHUNK / 4) /* oversized: keep the current chunk */
+    return shared_alloc(size, align);
+  char *block = pool_alloc(chunk);
+  if (!block)
+    return NULL;
+  a->cur = block;
+  a->end = block + chunk;
+  uintptr_t p = ((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1);
+  a->cur = (char *)(p + size);
+  return (void *)p;
 }
 
 bool idvec_set_slow(idvec_t *v, uint64_t id, void *p) {
@@ -131,16 +172,13 @@ bool idvec_set_slow(idvec_t *v, uint64_t id, void *p) {
     reserve_want(next_bytes, 1); /* half way: the next segment gets made ahead */
   _Atomic(void *) *seg = atomic_load_explicit(&v->seg[k], memory_order_acquire);
   if (!seg) {
-    _Atomic(void *) *fresh = big_block(((size_t)1 << (k + IDVEC_BASE_LOG)) * sizeof *seg);
+    _Atomic(void *) *fresh = kept_block(((size_t)1 << (k + IDVEC_BASE_LOG)) * sizeof *seg);
     if (!fresh)
       return false;
+    /* a segment that loses the race to another thread's stays unused */
     if (atomic_compare_exchange_strong_explicit(&v->seg[k], &seg, fresh, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-      retire((void *)fresh);
+                                                memory_order_acquire))
       seg = fresh;
-    } else {
-      free((void *)fresh); /* another thread's segment won; ours was never seen */
-    }
   }
   atomic_store_explicit(&seg[index], p, memory_order_release);
   return true;
@@ -201,7 +239,7 @@ static size_t hindex_bytes(uint64_t slots) {
 }
 
 hindex_t *hindex_new(uint64_t slots) {
-  hindex_t *h = big_block(hindex_bytes(slots));
+  hindex_t *h = kept_block(hindex_bytes(slots));
   if (h) {
     h->mask = slots - 1;
     h->hash = (_Atomic uint64_t *)&h->slot[slots];
@@ -254,8 +292,7 @@ void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
     atomic_store_explicit(&bigger->slot[j], v, memory_order_relaxed);
   }
   atomic_store_explicit(where, bigger, memory_order_release);
-  pthread_mutex_unlock(lock);
-  retire(h); /* readers may still be probing it */
+  pthread_mutex_unlock(lock); /* h stays: readers may still be probing it */
 }
 
 #define INTERN_INITIAL_SLOTS 1024
@@ -268,9 +305,7 @@ void intern_init(intern_table_t *t) {
 /* Callers guarantee no concurrent use (xptiReset is for tests). */
 void intern_reset(intern_table_t *t) {
   pthread_mutex_lock(&t->lock);
-  hindex_t *old = atomic_exchange(&t->slots, NULL);
-  if (old)
-    retire(old);
+  atomic_store(&t->slots, NULL); /* kept: blocks live for the process */
   for (int k = 0; k < IDVEC_SEGMENTS; k++)
     atomic_store(&t->by_id.seg[k], NULL); /* segments are on the retired list */
   atomic_store(&t->count, 0);
