@@ -65,12 +65,11 @@ void *zeroed_block(size_t bytes) {
 }
 
 /* The same on 2 MiB-aligned transparent huge pages, requested before the
- * first touch, rounded up to whole huge pages.  In this VM a 4 KiB fault
- * costs 1-3 us, so 2 MiB of small pages cost 0.5-1.5 ms, while one huge
- * page costs 200-400 us, clearing included (rarely a few ms, when the host
- * or the kernel's compaction is slow); a probe into a large index also
- * misses no page walk.  Below 1 MiB, clearing a whole huge page costs more
- * than it saves (measured: a 512 KiB index grew faster on small pages).
+ * first touch, rounded up to whole huge pages.  In this VM 2 MiB of 4 KiB
+ * pages cost 1.1-2.3 ms to fault in, one huge page 0.2-0.6 ms or, in some
+ * runs, 5-7 ms; so the reserve's thread makes them, off every caller's
+ * path.  A probe into a large index on huge pages also misses no page
+ * walk.  Below 1 MiB, clearing a whole huge page costs more than it saves.
  * Heap memory, so leak checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
 void *huge_block(size_t bytes) {
@@ -88,10 +87,11 @@ void *huge_block(size_t bytes) {
  * thread makes the next one ahead of need (asked when a block is half
  * used), so a thread creating trace points neither faults nor clears pages
  * while the reserve keeps up.  When it has none ready the creating thread
- * makes one itself rather than wait, still on huge pages: measured, that
- * beats 4 KiB pages faulted as used by 2-3x even with the occasional slow
- * huge page.  The first block is 256 KiB of small pages faulted as used,
- * so a program that makes a few trace points touches a few pages and never
+ * takes 256 KiB of small pages, faulted as used, rather than wait or make
+ * a huge page itself: here a huge page costs 0.2-0.6 ms, but in some runs
+ * 5-7 ms each (the host backing it), and a thread that made a trace point
+ * should not stall that long.  The first block is such a small one too, so
+ * a program that makes a few trace points touches a few pages and never
  * starts the reserve.  Blocks live for the process. */
 #define POOL_BLOCK HUGE_PAGE
 #define POOL_SMALL ((size_t)256 << 10)
@@ -106,8 +106,6 @@ static void *pool_alloc(size_t bytes) {
   if ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
     size_t size = POOL_BLOCK;
     char *block = g_pool.end ? reserve_take(POOL_BLOCK, 1) : NULL;
-    if (!block && g_pool.end)
-      block = huge_block(size);
     if (!block)
       block = xcalloc(1, size = POOL_SMALL);
     if (!block) {
@@ -131,12 +129,13 @@ void pool_fork_lock(void) { pthread_mutex_lock(&g_pool.lock); }
 void pool_fork_unlock(void) { pthread_mutex_unlock(&g_pool.lock); }
 
 /* A zeroed block kept for the process: from the pool when small, else from
- * the reserve when one is ready (asked ahead by the caller), else made here. */
+ * the reserve when one is ready (asked ahead by the caller), else made here
+ * on small pages. */
 static void *kept_block(size_t bytes) {
   if (bytes < RESERVE_MIN)
     return pool_alloc(bytes);
   void *p = reserve_take(bytes, 0);
-  if (!p && (p = huge_block(bytes)) == NULL)
+  if (!p && (p = zeroed_block(bytes)) == NULL)
     return NULL;
   retire(p);
   return p;
