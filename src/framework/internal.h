@@ -20,9 +20,12 @@
  * total stays within twice the live size. */
 XPTIFW_HIDDEN void retire(void *block);
 XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
-/* calloc, its pages faulted in now; huge_block: on huge pages. */
+/* calloc, its pages faulted in now. */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
-XPTIFW_HIDDEN void *huge_block(size_t bytes);
+/* The same on huge pages (from 1 MiB), in two steps: the allocation, then
+ * the filling, which a caller may do outside its locks. */
+XPTIFW_HIDDEN void *huge_alloc(size_t bytes, bool *huge);
+XPTIFW_HIDDEN void huge_fill(void *p, size_t bytes, bool huge);
 
 /* The pool's lock (tables.c), taken in the fork order below. */
 XPTIFW_HIDDEN void pool_fork_lock(void);

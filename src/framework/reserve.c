@@ -1,18 +1,18 @@
 /* Zeroed memory made ahead of need by a background thread.
  *
- * Creating a trace point writes ~400 bytes that nobody wrote before, and in
- * a VM the kernel's clearing of fresh pages costs more than all the rest
- * of the creation (perf: clear_page_erms, 55-60% of it).  So blocks of the
- * sizes the tables will ask for next (2 MiB arena chunks, the next size of
- * each index) are allocated and touched by one helper thread, started the
- * first time a table grows past its small beginnings: a program that
- * makes a few hundred trace points never starts it.  When a block is not
- * ready the caller makes its own, as before; nothing ever waits for the
- * thread.  The thread blocks every signal (the program's handlers never
- * run on it) and holds no lock while it clears memory.  A forked child
- * keeps the blocks already made but starts no thread (a child of a
- * threaded process should not, and sanitizers refuse it): it clears its
- * own memory, as before. */
+ * Creating a trace point writes ~450 bytes that nobody wrote before, and in
+ * a VM faulting in fresh pages costs more than all the rest of the
+ * creation.  So blocks of the sizes the tables will ask for next (the
+ * pool's 2 MiB blocks, the next size of each index) are allocated and
+ * touched by one helper thread, started when the pool's first small block
+ * is three quarters used: a program that makes a couple of hundred trace
+ * points never starts it.  When a block is not ready the caller makes its
+ * own; nothing ever waits for the thread.  The thread runs at SCHED_IDLE
+ * (spare CPU only), blocks every signal (the program's handlers never run
+ * on it) and holds no lock while it clears memory.  A forked child keeps
+ * the blocks already made but starts no thread (a child of a threaded
+ * process should not, and sanitizers refuse it): it makes its own. */
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -54,6 +54,9 @@ static reserve_entry_t *reserve_short(void) {
 static void *reserve_main(void *arg) {
   (void)arg;
   atomic_store(&g_res.alive, true);
+  /* Spare CPU only: it never takes a core from the program's threads. */
+  struct sched_param idle = {0};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   pthread_mutex_lock(&g_res.lock);
   for (;;) {
     reserve_entry_t *e;
@@ -61,8 +64,16 @@ static void *reserve_main(void *arg) {
       pthread_cond_wait(&g_res.wake, &g_res.lock);
     size_t size = e->size;
     pthread_mutex_unlock(&g_res.lock);
+    /* Only the allocation under work (what a fork waits for): the slow
+     * filling runs outside it, so that a fork never waits for this
+     * thread to be given a CPU, nor do callers, who never wait at all. */
     pthread_mutex_lock(&g_res.work);
-    void *block = huge_block(size); /* the slow part, callers not blocked */
+    bool huge;
+    void *block = huge_alloc(size, &huge);
+    pthread_mutex_unlock(&g_res.work);
+    if (block)
+      huge_fill(block, size, huge);
+    pthread_mutex_lock(&g_res.work);
     pthread_mutex_lock(&g_res.lock);
     if (!block)
       e->want = 0; /* no memory: stop asking */

@@ -72,14 +72,25 @@ void *zeroed_block(size_t bytes) {
  * walk.  Below 1 MiB, clearing a whole huge page costs more than it saves.
  * Heap memory, so leak checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
-void *huge_block(size_t bytes) {
+void *huge_alloc(size_t bytes, bool *huge) {
   size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
   void *p = NULL;
-  if (bytes < HUGE_PAGE / 2 || posix_memalign(&p, HUGE_PAGE, rounded) != 0)
-    return zeroed_block(bytes);
+  *huge = bytes >= HUGE_PAGE / 2 && posix_memalign(&p, HUGE_PAGE, rounded) == 0;
+  if (!*huge)
+    return xcalloc(1, bytes);
   madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine if refused */
-  memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
   return p;
+}
+
+void huge_fill(void *p, size_t bytes, bool huge) {
+  if (huge) {
+    memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
+    return;
+  }
+  uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+  uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+  if (end > first)
+    madvise((void *)first, end - first, MADV_POPULATE_WRITE);
 }
 
 /* The pool: the tables' smaller blocks (arena chunks, small indexes and
@@ -87,12 +98,12 @@ void *huge_block(size_t bytes) {
  * thread makes the next one ahead of need (asked when a block is half
  * used), so a thread creating trace points neither faults nor clears pages
  * while the reserve keeps up.  When it has none ready the creating thread
- * takes 256 KiB of small pages, faulted as used, rather than wait or make
+ * takes 256 KiB of small pages (faulted in with one call), rather than wait or make
  * a huge page itself: here a huge page costs 0.2-0.6 ms, but in some runs
  * 5-7 ms each (the host backing it), and a thread that made a trace point
- * should not stall that long.  The first block is such a small one too, so
- * a program that makes a few trace points touches a few pages and never
- * starts the reserve.  Blocks live for the process. */
+ * should not stall that long.  The first block is a small one faulted as
+ * used, so a program that makes a few trace points touches a few pages and
+ * never starts the reserve.  Blocks live for the process. */
 #define POOL_BLOCK HUGE_PAGE
 #define POOL_SMALL ((size_t)256 << 10)
 static struct {
@@ -106,8 +117,8 @@ static void *pool_alloc(size_t bytes) {
   if ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
     size_t size = POOL_BLOCK;
     char *block = g_pool.end ? reserve_take(POOL_BLOCK, 1) : NULL;
-    if (!block)
-      block = xcalloc(1, size = POOL_SMALL);
+    if (!block) /* the first lazily; later ones are used at once */
+      block = g_pool.end ? zeroed_block(size = POOL_SMALL) : xcalloc(1, size = POOL_SMALL);
     if (!block) {
       pthread_mutex_unlock(&g_pool.lock);
       return NULL;
