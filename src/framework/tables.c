@@ -50,17 +50,23 @@ void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* Zeroed memory, faulted in with one call rather than one fault each as
- * first written (refused by an older kernel: it faults as used). */
+/* Faults in the whole pages of [p, p + bytes) with one call rather than
+ * one fault each as first written (an older kernel refuses: they fault as
+ * used). */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
-void *zeroed_block(size_t bytes) {
-  char *p = xcalloc(1, bytes);
+static void populate(void *p, size_t bytes) {
   uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
   uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-  if (p && end > first)
+  if (end > first)
     madvise((void *)first, end - first, MADV_POPULATE_WRITE);
+}
+
+void *zeroed_block(size_t bytes) {
+  char *p = xcalloc(1, bytes);
+  if (p)
+    populate(p, bytes);
   return p;
 }
 
@@ -83,14 +89,10 @@ void *huge_alloc(size_t bytes, bool *huge) {
 }
 
 void huge_fill(void *p, size_t bytes, bool huge) {
-  if (huge) {
+  if (huge)
     memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
-    return;
-  }
-  uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-  uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-  if (end > first)
-    madvise((void *)first, end - first, MADV_POPULATE_WRITE);
+  else
+    populate(p, bytes); /* calloc'ed */
 }
 
 /* The pool: the tables' smaller blocks (arena chunks, small indexes and
@@ -98,10 +100,10 @@ void huge_fill(void *p, size_t bytes, bool huge) {
  * thread makes the next one ahead of need (asked when a block is half
  * used), so a thread creating trace points neither faults nor clears pages
  * while the reserve keeps up.  When it has none ready the creating thread
- * takes 256 KiB of small pages (faulted in with one call), rather than wait or make
- * a huge page itself: here a huge page costs 0.2-0.6 ms, but in some runs
- * 5-7 ms each (the host backing it), and a thread that made a trace point
- * should not stall that long.  The first block is a small one faulted as
+ * takes 256 KiB of small pages (faulted in with one call) rather than wait
+ * or make a huge page itself: here a huge page costs 0.2-0.6 ms, but in
+ * some runs 5-7 ms (the host backing it), and a thread making a trace
+ * point should not stall that long.  The first block is a small one faulted as
  * used, so a program that makes a few trace points touches a few pages and
  * never starts the reserve.  Blocks live for the process. */
 #define POOL_BLOCK HUGE_PAGE
@@ -346,8 +348,8 @@ uint32_t intern(intern_table_t *t, const void *data, size_t len, uint8_t tag,
   return intern_hashed(t, data, len, tag, intern_hash(data, len, tag), entry);
 }
 
-uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag,
-                       uint64_t hash, const intern_entry_t **entry) {
+uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t tag, uint64_t hash,
+                       const intern_entry_t **entry) {
   intern_key_t key = {hash, data, len, tag};
   const intern_entry_t *e = hindex_find(&t->slots, key.hash, entry_equals, &key);
   if (LIKELY(e != NULL))
@@ -389,8 +391,7 @@ uint32_t intern_hashed(intern_table_t *t, const void *data, size_t len, uint8_t 
     arena_unalloc(a, fresh, size);
     return UINT32_MAX;
   }
-  e = hindex_insert(&t->slots, &t->lock, fresh, key.hash, entry_equals, &key,
-                    INTERN_INITIAL_SLOTS);
+  e = hindex_insert(&t->slots, &t->lock, fresh, key.hash, entry_equals, &key, INTERN_INITIAL_SLOTS);
   if (e != fresh) { /* an equal entry won, or no memory for the index */
     idvec_set(&t->by_id, id, NULL);
     arena_unalloc(a, fresh, size);
