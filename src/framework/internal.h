@@ -140,11 +140,11 @@ static inline uint64_t hash_mix(uint64_t h) {
  *
  * Lock-free on both sides: an insert claims an empty slot with a CAS; no
  * slot is ever emptied.  Growth (one thread at a time, under the owner's
- * grow lock) freezes every slot of the old index (bit 0: elements are
- * 8-aligned) before copying it, so a late insert cannot land in a copied
- * table: an inserter that meets a frozen slot waits for the grow lock and
- * retries in the new index; a reader that meets a frozen empty slot looks
- * again in the newest index. */
+ * grow lock) freezes every empty slot of the old index (bit 0: elements
+ * are 8-aligned) as it copies it, so a late insert cannot land in a copied
+ * table: every probe ends at an empty slot, and an inserter that meets a
+ * frozen one waits for the grow lock and retries in the new index; a
+ * reader that meets one looks again in the newest index. */
 #define HINDEX_TAG_BITS 0xffff000000000000ull
 #define HINDEX_FROZEN 1ull
 typedef struct hindex {

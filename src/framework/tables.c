@@ -288,12 +288,14 @@ void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
     return;
   }
   for (uint64_t i = 0; i <= h->mask; i++) {
-    /* Freeze the slot (an empty one too): no insert lands here any more. */
-    atomic_fetch_or_explicit(&h->slot[i], HINDEX_FROZEN, memory_order_acq_rel);
-    /* fixed from now on: inserts only CAS an empty (0) slot */
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire) & ~HINDEX_FROZEN;
-    if (!v)
+    /* A filled slot never changes (inserts only CAS an empty one), so only
+     * empty slots are frozen, and every probe ends at one: no insert lands
+     * in this index any more.  Half the locked operations of freezing all. */
+    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+    if (!v && atomic_compare_exchange_strong_explicit(&h->slot[i], &v, HINDEX_FROZEN,
+                                                      memory_order_acq_rel, memory_order_acquire))
       continue;
+    /* v: the element there, or the one an inserter put there first */
     uint64_t hash = atomic_load_explicit(&h->hash[i], memory_order_relaxed);
     if (!hash) /* its inserter has not written it yet (or it is 0) */
       hash = element_hash(hindex_ptr(v));
