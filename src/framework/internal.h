@@ -162,15 +162,14 @@ XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
 /* Growth reads an element's hash when the inserter had not yet written it. */
 typedef uint64_t (*hindex_hash_fn)(const void *element);
 /* Under *lock: publish a twice-as-large copy in *where when h (still the
- * current index) holds more than count * 2 slots' worth. */
-XPTIFW_HIDDEN void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
+ * current index) holds more than count * 2 slots' worth; the size after
+ * that gets made ahead. */
+XPTIFW_HIDDEN void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h,
                                     pthread_mutex_t *lock, hindex_hash_fn element_hash);
 static inline void hindex_grow_if_needed(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
                                          pthread_mutex_t *lock, hindex_hash_fn element_hash) {
-  /* a quarter full: the next size gets made ahead; half full: grow */
-  if (UNLIKELY(count * 4 > h->mask + 1) &&
-      (count == (h->mask + 1) / 4 + 1 || count * 2 > h->mask + 1))
-    hindex_grow_slow(where, h, count, lock, element_hash);
+  if (UNLIKELY(count * 2 > h->mask + 1)) /* half full: grow */
+    hindex_grow_slow(where, h, lock, element_hash);
 }
 /* The current index, made (slots large) when there is none yet. */
 XPTIFW_HIDDEN hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots,

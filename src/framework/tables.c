@@ -271,12 +271,8 @@ hindex_t *hindex_current(_Atomic(hindex_t *) *where, uint64_t slots, pthread_mut
   return h;
 }
 
-void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
-                      pthread_mutex_t *lock, hindex_hash_fn element_hash) {
-  if (UNLIKELY(count == (h->mask + 1) / 4 + 1) && hindex_bytes(2 * (h->mask + 1)) >= RESERVE_MIN)
-    reserve_want(hindex_bytes(2 * (h->mask + 1)), 1); /* half way to growing */
-  if (LIKELY(count * 2 <= h->mask + 1))
-    return;
+void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, pthread_mutex_t *lock,
+                      hindex_hash_fn element_hash) {
   pthread_mutex_lock(lock);
   if (atomic_load_explicit(where, memory_order_relaxed) != h) { /* grown meanwhile */
     pthread_mutex_unlock(lock);
@@ -307,6 +303,10 @@ void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, uint64_t count,
   }
   atomic_store_explicit(where, bigger, memory_order_release);
   pthread_mutex_unlock(lock); /* h stays: readers may still be probing it */
+  /* The next size, made ahead: the new index starts a quarter full. */
+  size_t next = hindex_bytes(4 * (h->mask + 1));
+  if (next >= RESERVE_MIN)
+    reserve_want(next, 1);
 }
 
 #define INTERN_INITIAL_SLOTS 1024
