@@ -9,7 +9,10 @@ usage: check_churn.py churn PROGRAM THREADS OUTDIR
          percentiles, copied names, begins left open;
        check_churn.py signal PROGRAM OUTDIR
          a signal handler's events while its thread records: the program
-         ends, and recorded + dropped = the handler calls.
+         ends, and recorded + dropped = the handler calls;
+       check_churn.py names PROGRAM N OUTDIR
+         N names given as user data in one reused buffer, twice: N rows,
+         each of count 2.
 The collector comes from the environment (XPTI_FRAMEWORK_DISPATCHER,
 XPTI_SUBSCRIBERS).  A run that takes longer than RUN_LIMIT s is a hang."""
 import csv
@@ -126,6 +129,21 @@ def signal(prog, out):
         fail("loop row %s, expected %d pairs" % (loop, got["pairs"]))
 
 
+def many_names(prog, n, out):
+    run([prog, "names", str(n)], "1", out)
+    rows, doc = report(out)
+    names = {k[2]: int(r["count"]) for k, r in rows.items() if k[:2] == ("churn", "function")}
+    want = {"name%d" % i: 2 for i in range(n)}
+    if names != want:
+        missing = sorted(set(want) - set(names))[:5]
+        extra = sorted(set(names) - set(want))[:5]
+        wrong = sorted(k for k in names if k in want and names[k] != 2)[:5]
+        fail("function rows: %d, expected %d (missing %s, extra %s, wrong counts %s)"
+             % (len(names), n, missing, extra, wrong))
+    if doc["totals"]["dropped"] != 0:
+        fail("totals %s" % doc["totals"])
+
+
 def main():
     a = sys.argv[1:]
     if len(a) == 4 and a[0] == "churn":
@@ -134,8 +152,11 @@ def main():
         rows_merged(a[1], int(a[2]), a[3])
     elif len(a) == 3 and a[0] == "signal":
         signal(a[1], a[2])
+    elif len(a) == 4 and a[0] == "names":
+        many_names(a[1], int(a[2]), a[3])
     else:
-        fail("usage: check_churn.py churn|rows PROGRAM THREADS OUTDIR | signal PROGRAM OUTDIR")
+        fail("usage: check_churn.py churn|rows PROGRAM THREADS OUTDIR | signal PROGRAM OUTDIR"
+             " | names PROGRAM N OUTDIR")
     print("check_churn: OK")
 
 

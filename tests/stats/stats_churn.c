@@ -9,7 +9,11 @@
  *   stats_churn signal    a SIGALRM handler (every 200 us) notifies a
  *                         signal instant "tick" while main loops begin/end
  *                         pairs and malloc/free for 0.5 s; prints
- *                         "handler_calls <n>". */
+ *                         "handler_calls <n>".
+ *   stats_churn names N   one thread, function pairs named by user data
+ *                         "name<i>" for N names in one reused buffer, two
+ *                         passes: N rows of count 2 (names are found by
+ *                         content, and many names cost no scan of all). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -125,6 +129,17 @@ static int signal_reentry(void) {
   return 0;
 }
 
+static int many_names(long n) {
+  char name[32];
+  for (int pass = 0; pass < 2; ++pass)
+    for (long i = 0; i < n; ++i) {
+      snprintf(name, sizeof name, "name%ld", i);
+      xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, (uint64_t)i, name);
+      xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, (uint64_t)i, name);
+    }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   xptiInitialize("churn", 1, 0, "1.0");
   stream = xptiRegisterStream("churn");
@@ -136,6 +151,8 @@ int main(int argc, char **argv) {
   }
   if (argc == 2 && strcmp(argv[1], "signal") == 0)
     return signal_reentry();
-  fprintf(stderr, "usage: stats_churn churn N | rows N | signal\n");
+  if (argc == 3 && strcmp(argv[1], "names") == 0)
+    return many_names(atol(argv[2]));
+  fprintf(stderr, "usage: stats_churn churn N | rows N | signal | names N\n");
   return 2;
 }

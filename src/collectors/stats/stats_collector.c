@@ -54,6 +54,8 @@ typedef struct stats_thread {
   uint32_t depth, stack_cap;
   char **names; /* interned copies of names passed as user data */
   uint32_t nnames, names_cap;
+  uint32_t *name_slots; /* open addressing over names: index + 1; 0 = empty */
+  uint32_t name_slots_cap;
   uint64_t dropped; /* events lost to a failed allocation */
 } stats_thread_t;
 
@@ -255,11 +257,33 @@ static uint32_t stats_row_find(stats_thread_t *t, uint8_t stream, uint16_t type,
   return t->nrows - 1;
 }
 
-/* A name that came as user data may live in a reused buffer: keep a copy. */
+static bool stats_names_grow(stats_thread_t *t) {
+  uint32_t cap = t->name_slots_cap ? t->name_slots_cap * 2 : 64;
+  uint32_t *slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    return false;
+  for (uint32_t n = 0; n < t->nnames; ++n) {
+    uint32_t i = (uint32_t)stats_hash_str(t->names[n], 0, 0) & (cap - 1);
+    while (slots[i])
+      i = (i + 1) & (cap - 1);
+    slots[i] = n + 1;
+  }
+  free(t->name_slots);
+  t->name_slots = slots;
+  t->name_slots_cap = cap;
+  return true;
+}
+
+/* A name that came as user data may live in a reused buffer: keep a copy,
+ * found again by content (hashed: a program may use many names). */
 static const char *stats_intern_name(stats_thread_t *t, const char *name) {
-  for (uint32_t i = 0; i < t->nnames; ++i)
-    if (strcmp(t->names[i], name) == 0)
-      return t->names[i];
+  if ((t->nnames + 1) * 2 > t->name_slots_cap && !stats_names_grow(t))
+    return NULL;
+  uint32_t mask = t->name_slots_cap - 1;
+  uint32_t i = (uint32_t)stats_hash_str(name, 0, 0) & mask;
+  for (; t->name_slots[i]; i = (i + 1) & mask)
+    if (strcmp(t->names[t->name_slots[i] - 1], name) == 0)
+      return t->names[t->name_slots[i] - 1];
   if (t->nnames == t->names_cap) {
     uint32_t cap = t->names_cap ? t->names_cap * 2 : 16;
     char **names = realloc(t->names, cap * sizeof *names);
@@ -272,6 +296,7 @@ static const char *stats_intern_name(stats_thread_t *t, const char *name) {
   if (!copy)
     return NULL;
   t->names[t->nnames++] = copy;
+  t->name_slots[i] = t->nnames;
   return copy;
 }
 
@@ -450,6 +475,8 @@ static void stats_thread_reset(stats_thread_t *t) {
     stats_hist_free(&t->rows[r].hist);
   for (uint32_t i = 0; i < t->nnames; ++i)
     free(t->names[i]);
+  if (t->name_slots)
+    memset(t->name_slots, 0, t->name_slots_cap * sizeof *t->name_slots);
   t->nrows = t->depth = t->nnames = 0;
   t->dropped = 0;
   if (t->rows_cap > STATS_KEEP_ROWS) {

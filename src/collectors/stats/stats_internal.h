@@ -42,7 +42,9 @@ typedef struct stats_table {
 } stats_table_t;
 
 /* The row of (stream, type, name), created empty; NULL when out of memory. */
-XPT_HIDDEN stats_row_t *stats_table_row(stats_table_t *tab, uint8_t stream, uint16_t type,
+XPT_HIDDEN /* FNV-1a of a name, with its type and stream. */
+XPT_HIDDEN uint64_t stats_hash_str(const char *s, uint16_t type, uint8_t stream);
+stats_row_t *stats_table_row(stats_table_t *tab, uint8_t stream, uint16_t type,
                                         const char *name);
 /* Adds every figure of `from` to its row of tab (exactly: histograms
  * too); what cannot be added is counted in tab->dropped. */

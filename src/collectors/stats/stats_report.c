@@ -25,7 +25,7 @@ static bool stats_type_is_known_point(uint16_t type) {
 
 /* ---- rows merged by name ------------------------------------------------------ */
 
-static uint64_t stats_hash_str(const char *s, uint16_t type, uint8_t stream) {
+uint64_t stats_hash_str(const char *s, uint16_t type, uint8_t stream) {
   uint64_t h = UINT64_C(1469598103934665603) ^ type ^ ((uint64_t)stream << 16);
   for (; *s; ++s)
     h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
