@@ -197,23 +197,34 @@ static uint64_t stats_hash_ptr(uintptr_t p, uint16_t type, uint8_t stream) {
   return h;
 }
 
-static bool stats_slots_grow(stats_thread_t *t) {
-  uint32_t cap = t->slots_cap ? t->slots_cap * 2 : 64;
-  uint32_t *slots = calloc(cap, sizeof *slots);
-  if (!slots)
+/* Doubles an open-addressing array (element index + 1; 0 = empty) over
+ * n elements, element i hashing to hash_of(t, i). */
+static bool stats_slots_double(uint32_t **slots, uint32_t *cap, uint32_t n,
+                               uint64_t (*hash_of)(const stats_thread_t *t, uint32_t i),
+                               const stats_thread_t *t) {
+  uint32_t size = *cap ? *cap * 2 : 64;
+  uint32_t *fresh = calloc(size, sizeof *fresh);
+  if (!fresh)
     return false;
-  for (uint32_t r = 0; r < t->nrows; ++r) {
-    const stats_row_t *row = &t->rows[r];
-    uint64_t h = stats_hash_ptr((uintptr_t)row->name, row->type, row->stream);
-    uint32_t i = (uint32_t)h & (cap - 1);
-    while (slots[i])
-      i = (i + 1) & (cap - 1);
-    slots[i] = r + 1;
+  for (uint32_t e = 0; e < n; ++e) {
+    uint32_t i = (uint32_t)hash_of(t, e) & (size - 1);
+    while (fresh[i])
+      i = (i + 1) & (size - 1);
+    fresh[i] = e + 1;
   }
-  free(t->slots);
-  t->slots = slots;
-  t->slots_cap = cap;
+  free(*slots);
+  *slots = fresh;
+  *cap = size;
   return true;
+}
+
+static uint64_t stats_row_hash(const stats_thread_t *t, uint32_t r) {
+  const stats_row_t *row = &t->rows[r];
+  return stats_hash_ptr((uintptr_t)row->name, row->type, row->stream);
+}
+
+static bool stats_slots_grow(stats_thread_t *t) {
+  return stats_slots_double(&t->slots, &t->slots_cap, t->nrows, stats_row_hash, t);
 }
 
 /* Row of (stream, type, name) in this thread's table, created on first use.
@@ -257,27 +268,15 @@ static uint32_t stats_row_find(stats_thread_t *t, uint8_t stream, uint16_t type,
   return t->nrows - 1;
 }
 
-static bool stats_names_grow(stats_thread_t *t) {
-  uint32_t cap = t->name_slots_cap ? t->name_slots_cap * 2 : 64;
-  uint32_t *slots = calloc(cap, sizeof *slots);
-  if (!slots)
-    return false;
-  for (uint32_t n = 0; n < t->nnames; ++n) {
-    uint32_t i = (uint32_t)stats_hash_str(t->names[n], 0, 0) & (cap - 1);
-    while (slots[i])
-      i = (i + 1) & (cap - 1);
-    slots[i] = n + 1;
-  }
-  free(t->name_slots);
-  t->name_slots = slots;
-  t->name_slots_cap = cap;
-  return true;
+static uint64_t stats_name_hash(const stats_thread_t *t, uint32_t n) {
+  return stats_hash_str(t->names[n], 0, 0);
 }
 
 /* A name that came as user data may live in a reused buffer: keep a copy,
  * found again by content (hashed: a program may use many names). */
 static const char *stats_intern_name(stats_thread_t *t, const char *name) {
-  if ((t->nnames + 1) * 2 > t->name_slots_cap && !stats_names_grow(t))
+  if ((t->nnames + 1) * 2 > t->name_slots_cap &&
+      !stats_slots_double(&t->name_slots, &t->name_slots_cap, t->nnames, stats_name_hash, t))
     return NULL;
   uint32_t mask = t->name_slots_cap - 1;
   uint32_t i = (uint32_t)stats_hash_str(name, 0, 0) & mask;
