@@ -55,6 +55,7 @@ typedef struct graph_event_entry {
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 static graph_queue_t graph_queues[GRAPH_MAX_QUEUES];
 static uint32_t graph_queue_count;
+static uint64_t graph_queue_ids; /* ids given so far */
 static struct {
   cl_context context;
   xpti_trace_event_data_t *graph;
@@ -205,20 +206,15 @@ static xpti_trace_event_data_t *graph_for_context_locked(cl_context context) {
   return graph;
 }
 
-static graph_queue_t *graph_queue_locked(cl_command_queue queue, bool create) {
-  for (uint32_t i = 0; i < graph_queue_count; i++)
-    if (graph_queues[i].queue == queue)
-      return &graph_queues[i];
-  if (!create || !queue)
-    return NULL;
-  if (graph_queue_count == GRAPH_MAX_QUEUES) {
-    graph_report_overflow("queues");
-    return NULL;
-  }
-  graph_queue_t *q = &graph_queues[graph_queue_count++];
+/* Describes slot q for queue: a new id (never one a released queue had,
+ * so tracks stay apart), its properties, context and device.  Completions
+ * still counted in the slot stay counted. */
+static void graph_queue_describe_locked(graph_queue_t *q, cl_command_queue queue) {
+  int pending = atomic_load(&q->pending);
   memset(q, 0, sizeof(*q));
+  atomic_store(&q->pending, pending);
   q->queue = queue;
-  q->id = graph_queue_count;
+  q->id = ++graph_queue_ids;
   cl_command_queue_properties props = 0;
   cl_context context = NULL;
   (void)layer_next.clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, NULL);
@@ -235,6 +231,30 @@ static graph_queue_t *graph_queue_locked(cl_command_queue queue, bool create) {
   device_name[sizeof(device_name) - 1] = 0;
   snprintf(q->track_name, sizeof(q->track_name), "OpenCL queue %" PRIu64 " (%s%s%s)", q->id,
            q->in_order ? "in-order" : "out-of-order", device_name[0] ? ", " : "", device_name);
+}
+
+static graph_queue_t *graph_queue_locked(cl_command_queue queue, bool create) {
+  for (uint32_t i = 0; i < graph_queue_count; i++)
+    if (graph_queues[i].queue == queue)
+      return &graph_queues[i];
+  if (!create || !queue)
+    return NULL;
+  if (graph_queue_count == GRAPH_MAX_QUEUES) {
+    graph_report_overflow("queues");
+    return NULL;
+  }
+  graph_queue_t *q = &graph_queues[graph_queue_count++];
+  graph_queue_describe_locked(q, queue);
+  return q;
+}
+
+/* A queue just made: its slot, a released queue's when its address came
+ * back (slots never move: nodes in flight point at theirs). */
+static graph_queue_t *graph_queue_made_locked(cl_command_queue queue) {
+  graph_queue_t *q = graph_queue_locked(queue, false);
+  if (!q)
+    return graph_queue_locked(queue, true);
+  graph_queue_describe_locked(q, queue);
   return q;
 }
 
@@ -753,10 +773,7 @@ void graph_after(uint32_t fn, void *params, const void *result, graph_call_t *g)
     *p->p_properties = g->saved_props;
     if (q) {
       pthread_mutex_lock(&graph_lock);
-      graph_queue_t *gq = graph_queue_locked(q, false);
-      if (gq) /* a released queue's address came back */
-        *gq = graph_queues[--graph_queue_count];
-      gq = graph_queue_locked(q, true);
+      graph_queue_t *gq = graph_queue_made_locked(q);
       if (gq)
         gq->added_profiling = !(g->saved_props & CL_QUEUE_PROFILING_ENABLE);
       pthread_mutex_unlock(&graph_lock);
@@ -769,10 +786,7 @@ void graph_after(uint32_t fn, void *params, const void *result, graph_call_t *g)
     *p->p_properties = g->app_props;
     if (q) {
       pthread_mutex_lock(&graph_lock);
-      graph_queue_t *gq = graph_queue_locked(q, false);
-      if (gq)
-        *gq = graph_queues[--graph_queue_count];
-      gq = graph_queue_locked(q, true);
+      graph_queue_t *gq = graph_queue_made_locked(q);
       if (gq)
         gq->added_profiling = !(g->saved_props & CL_QUEUE_PROFILING_ENABLE);
       pthread_mutex_unlock(&graph_lock);
