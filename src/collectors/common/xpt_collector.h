@@ -43,6 +43,9 @@ XPT_HIDDEN uint64_t xpt_now_ns(void);
  * XPTRACE_CLOCK not "monotonic"); report: say once when XPTRACE_CLOCK is
  * neither auto nor monotonic (one collector does). */
 XPT_HIDDEN bool xpt_clock_tsc(bool report);
+/* A (TSC ticks, CLOCK_MONOTONIC ns) pair read together (ticks 0 where
+ * there is no TSC): the calibration of tick stamps. */
+XPT_HIDDEN void xpt_clock_pair(uint64_t *ticks, uint64_t *ns);
 
 /* Name of a trace point type into buf: "task_begin",
  * "function_with_args_end", ...; user-defined types

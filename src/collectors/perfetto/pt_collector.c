@@ -493,16 +493,10 @@ static void pt_rec_open_locked(void) {
   hd->max_chunks = chunks;
   hd->start_ns = pt_now();
   if (pt_use_tsc) {
-    /* A (ticks, ns) pair read as close together as a few tries allow. */
-    uint64_t best_gap = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-      uint64_t t0 = pt_ticks(), ns = pt_now(), t1 = pt_ticks();
-      if (t1 - t0 < best_gap) {
-        best_gap = t1 - t0;
-        hd->tsc_base = t0 + (t1 - t0) / 2;
-        hd->tsc_base_ns = ns;
-      }
-    }
+    uint64_t ticks, ns;
+    xpt_clock_pair(&ticks, &ns);
+    hd->tsc_base = ticks;
+    hd->tsc_base_ns = ns;
   }
   snprintf(hd->program, sizeof hd->program, "%s", xpt_program_name());
   atomic_store(&hd->dropped, atomic_exchange(&pt_lost_early, 0));

@@ -116,18 +116,11 @@ static inline uint64_t stats_event_stamp(void) {
   return stats_now();
 }
 
-/* A (ticks, ns) pair read together: the ns read between two tick reads. */
-static void stats_clock_pair(uint64_t *ticks, uint64_t *ns) {
-  uint64_t a = stats_now();
-  *ns = xpt_now_ns();
-  *ticks = a + (stats_now() - a) / 2;
-}
-
 static double stats_ns_per_tick(void) {
   if (!stats_tsc)
     return 0;
   uint64_t ticks, ns;
-  stats_clock_pair(&ticks, &ns);
+  xpt_clock_pair(&ticks, &ns);
   if (ticks <= stats_tsc_base || ns <= stats_ns_base)
     return 1; /* no time has passed: nothing to scale that matters */
   return (double)(ns - stats_ns_base) / (double)(ticks - stats_tsc_base);
@@ -617,7 +610,7 @@ static void stats_flush(void *ctx, enum xpt_flush_reason reason) {
 static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
 static void stats_setup(void) {
   stats_tsc = xpt_clock_tsc(false);
-  stats_clock_pair(&stats_tsc_base, &stats_ns_base);
+  xpt_clock_pair(&stats_tsc_base, &stats_ns_base);
   /* Without the key, states of ended threads are only never reused. */
   stats_key_ok = pthread_key_create(&stats_key, stats_thread_exit) == 0;
   xpt_register_flush(stats_flush, NULL);
