@@ -123,8 +123,29 @@ bad)
   expect 1 "no trace (*.perfetto-trace) in empty" empty
   expect 1 "cannot read nowhere: No such file or directory" -o x.perfetto-trace nowhere "$t"
   [ -s x.perfetto-trace ] || fail "the readable input was not merged"
-  size=$(wc -c <"$t")
-  head -c $((size / 2)) "$t" >cut.perfetto-trace
+  # Cut inside the packet around the middle (a cut on a packet boundary
+  # leaves a shorter whole trace, not a truncated one).
+  cut=$(python3 -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+pos = 0
+while True:
+    start = pos
+    pos += 1  # the tag of field 1, TracePacket
+    length = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        length |= (b & 0x7f) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    pos += length
+    if pos > len(data) // 2:
+        print(min(start + 2, pos - 1))  # inside, even a 2-byte packet
+        break
+' "$t") || fail "cannot find a packet to cut"
+  head -c "$cut" "$t" >cut.perfetto-trace
   expect 1 "cut.perfetto-trace: truncated at byte" -o cut-merged.perfetto-trace cut.perfetto-trace
   "$dump" cut-merged.perfetto-trace >dump.out 2>&1 || fail "the packets before the cut are not a trace: $(cat dump.out)"
   printf '\012\377\377\377\377\017garbage' >junk.perfetto-trace
