@@ -160,11 +160,16 @@ elif mode == "kernel":
         c.check("expected)" not in err, f"a diagnostic for user-space threads: {err}")
 elif mode == "deep":
     # 200 frames of recursion without frame pointers: main in every stack.
+    # A sample may fall in the exit handlers after main returned (one in
+    # about twenty runs): right, but outside the shape under test.
     rc, out, err, st = sample("r", work, "deep", "200")
     c.check(rc == 0, f"exit {rc}: {err}")
-    depth = min((f.count("recurse") for f, _ in st), default=0)
+    in_main = [(f, k) for f, k in st if "main" in f[1:]]
+    after = [(f, k) for f, k in st if (f, k) not in in_main]
+    c.check(all("__run_exit_handlers" in f for f, _ in after), f"stacks outside main: {after}")
+    c.check(total(in_main) >= 0.9 * total(st), f"main inclusive {share(st, 'main', False):.1f}%")
+    depth = min((f.count("recurse") for f, _ in in_main), default=0)
     c.check(depth >= 200, f"shallowest stack has {depth} recurse frames")
-    c.check(share(st, "main", False) == 100.0, f"main inclusive {share(st, 'main', False):.1f}%")
     c.check("[truncated]" not in {x for f, _ in st for x in f}, "truncated with the default depth")
 elif mode == "depth":
     # A depth limit below the stack: cut stacks are marked and said.
