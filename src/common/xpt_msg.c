@@ -10,25 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xpt_fd.h"
 #include "xpt_shared.h"
-
-/* High, so that programs that expect small descriptors (or loop over
- * the first few) do not meet ours. */
-static int msg_high_fd(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-    return 512;
-  if (rl.rlim_cur > 1024)
-    return 1000;
-  return rl.rlim_cur >= 64 ? (int)rl.rlim_cur / 2 : 3;
-}
 
 static void msg_record(xpt_shared_t *s) {
   struct stat st;
   s->err_fd = -1;
   if (fstat(STDERR_FILENO, &st) != 0)
     return;
-  int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, msg_high_fd());
+  int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, xpt_fd_floor());
   if (fd < 0)
     fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   if (fd < 0)

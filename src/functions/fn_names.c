@@ -11,17 +11,13 @@
 #include <unistd.h>
 
 #include "fn_internal.h"
+#include "xsym_proc.h"
 
 static Dwfl *fn_dwfl;
 
-static const Dwfl_Callbacks fn_dwfl_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-};
-
 /* (Re)read the process's modules: a library loaded since is seen. */
 static bool fn_dwfl_report(void) {
-  if (!fn_dwfl && !(fn_dwfl = dwfl_begin(&fn_dwfl_callbacks)))
+  if (!fn_dwfl && !(fn_dwfl = dwfl_begin(&xsym_proc_callbacks)))
     return false;
   dwfl_report_begin(fn_dwfl);
   if (dwfl_linux_proc_report(fn_dwfl, getpid()) != 0 ||

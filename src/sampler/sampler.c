@@ -70,6 +70,23 @@ static bool unwinder_open(void) {
 
 #include "sampler_internal.h"
 #include "xpt_collector.h"
+#include "xpt_fd.h"
+
+/* libunwind keeps a pipe to check addresses with, made at its set-up and
+ * made again inside a handler when the program closed it.  Made while
+ * this thread runs the unwinder, its two ends are raised out of the
+ * program's way (xpt_fd.h); every other caller gets the plain call. */
+static __thread bool tls_unwinding __attribute__((tls_model("initial-exec")));
+
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
+  if (syscall(SYS_pipe2, fds, flags) != 0)
+    return -1;
+  if (tls_unwinding) {
+    fds[0] = xpt_fd_raise(fds[0]);
+    fds[1] = xpt_fd_raise(fds[1]);
+  }
+  return 0;
+}
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -324,7 +341,9 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
     return;
   }
   unw_cursor_t cursor;
+  tls_unwinding = true;
   if (unw.init_local2(&cursor, (unw_context_t *)uctx, UNW_INIT_SIGNAL_FRAME) < 0) {
+    tls_unwinding = false;
     srec_lost();
     return;
   }
@@ -342,6 +361,7 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
       break;
     }
   }
+  tls_unwinding = false;
   if (n == 0) {
     srec_lost();
     return;
@@ -498,8 +518,11 @@ static void thread_begin(bool is_main, void *routine) {
   if (!t)
     return;
   t->routine = routine;
-  if (routine)
+  if (routine) {
+    tls_unwinding = true;
     t->nbase = unw.backtrace(t->base, (int)(sizeof t->base / sizeof t->base[0]));
+    tls_unwinding = false;
+  }
   t->tid = sampler_gettid();
   if (pthread_getcpuclockid(pthread_self(), &t->cpu_clock) != 0)
     t->cpu_clock = CLOCK_THREAD_CPUTIME_ID;
@@ -949,7 +972,9 @@ __attribute__((constructor)) static void sampler_load(void) {
     xpt_msg("xptrace: the timer sampler needs libunwind.so.8 (%s); sampling disabled\n", dlerror());
     return;
   }
+  tls_unwinding = true; /* libunwind sets itself up here, its pipe too */
   unw.set_caching_policy(*unw.local_as, UNW_CACHE_PER_THREAD);
+  tls_unwinding = false;
 
   int wanted[SAMPLER_NCLOCKS] = {SIGPROF, 0};
   if (cfg.on[SAMPLER_REALTIME]) {

@@ -19,6 +19,7 @@
 
 #include "sampler_internal.h"
 #include "xpt_collector.h"
+#include "xpt_fd.h"
 
 srec_header_t *srec_hdr;
 
@@ -127,6 +128,7 @@ int srec_open(const char *dir, const srec_setup_t *setup) {
       break;
   }
   int err = fd < 0 ? errno : 0;
+  fd = xpt_fd_raise(fd); /* held while the program runs: out of its way */
   snprintf(path, sizeof path, "%s/%s", dir, name);
   uint64_t b = budget();
   uint32_t chunk = 16384;

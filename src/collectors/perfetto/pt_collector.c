@@ -26,6 +26,7 @@
 #include "pt_drain.h"
 #include "pt_recorder.h"
 #include "xpt_collector.h"
+#include "xpt_fd.h"
 #include "xpt_finish.h"
 #include "xpt_windows.h"
 #include "xpti/xpti_trace_framework.h"
@@ -424,6 +425,7 @@ static void pt_rec_open_locked(void) {
   size_t size = XPT_REC_HEADER_SIZE + (size_t)chunks * pt_chunk_size;
   bool shrunk = false;
   int err = fd < 0 ? errno : 0;
+  fd = xpt_fd_raise(fd); /* held while the program runs: out of its way */
   /* Blocks reserved now: a full disk is a message here, never a SIGBUS
    * when a page is first written.  Short of room, a smaller budget. */
   while (!err && fallocate(fd, 0, 0, (off_t)size) != 0) {
@@ -456,6 +458,7 @@ static void pt_rec_open_locked(void) {
     spill = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (spill < 0)
       err = errno;
+    spill = xpt_fd_raise(spill);
   }
   if (!err && pt_policy == XPT_REC_RING) {
     pt_rec.owner = calloc(chunks, sizeof *pt_rec.owner);

@@ -19,6 +19,7 @@
 #include "xpti/xpti_trace_framework.h"
 #include "xptrace/xptrace_protocol.h"
 #include "xpt_windows.h"
+#include "xpt_fd.h"
 #include "xpt_msg.h"
 
 /* A line of at most PIPE_BUF bytes goes out in one atomic write(2), even
@@ -89,7 +90,7 @@ static void text_output_open(void) {
       xpt_msg("xpti: text collector cannot open '%s': %s", path, strerror(err));
     return;
   }
-  text_fd = fd;
+  text_fd = xpt_fd_raise(fd); /* held while the program runs: out of its way */
 }
 
 static int text_output_fd(void) {

@@ -18,6 +18,8 @@
 #include <xpti/xpti_trace_framework.h>
 #include <xptrace/xptrace_protocol.h>
 
+#include "xsym_proc.h"
+
 #define GRAPH_MAX_QUEUES 256
 #define GRAPH_MAX_CONTEXTS 64
 #define GRAPH_SINCE_BARRIER 64
@@ -101,11 +103,7 @@ typedef struct graph_location {
 static graph_location_t graph_locations[GRAPH_LOCATION_CACHE];
 
 static Dwfl *graph_dwfl_open(void) {
-  static const Dwfl_Callbacks callbacks = {
-      .find_elf = dwfl_linux_proc_find_elf,
-      .find_debuginfo = dwfl_standard_find_debuginfo,
-  };
-  Dwfl *d = dwfl_begin(&callbacks);
+  Dwfl *d = dwfl_begin(&xsym_proc_callbacks); /* kept: its files out of the program's way */
   if (!d)
     return NULL;
   if (dwfl_linux_proc_report(d, getpid()) != 0 || dwfl_report_end(d, NULL, NULL) != 0) {
