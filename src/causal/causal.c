@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "causal_internal.h"
+#include "xpt_fd.h"
 #include "xpt_files.h"
 #include "xpt_msg.h"
 
@@ -151,6 +152,7 @@ static void out_open(void) {
   X.fd = xpt_create_file(dir, name, NULL, 0);
   if (X.fd < 0)
     xpt_msg("xptrace: causal: cannot create %s/%s: %s\n", dir, name, strerror(errno));
+  X.fd = xpt_fd_raise(X.fd); /* held while the program runs: out of its way */
 }
 
 /* ---- experiments ------------------------------------------------------------- */

@@ -1,8 +1,9 @@
 """The program's file descriptors stay its own.  Under every in-process
-mode of xptrace (collectors, function tracing, the timer sampler), the
-descriptors fd_probe sees below the floor of src/common/xpt_fd.h are
-those it has without xptrace, and its first open() gets the same number;
-what we hold (recordings, libunwind's pipe, files libdw keeps) is above.
+mode of xptrace (collectors, function tracing, the timer sampler, causal
+profiling), the descriptors fd_probe sees below the floor of
+src/common/xpt_fd.h are those it has without xptrace, and its first
+open() gets the same number; what we hold (recordings, libunwind's pipe,
+files libdw keeps) is above.
 
 usage: test_fds.py XPTRACE FD_PROBE SCRATCH MODE..."""
 import os
@@ -58,6 +59,7 @@ runs = {
     "functions": ["run", "--functions", "probe_spin", "-c", "perfetto"],
     "run-sample": ["run", "--sample", "-c", "perfetto"],
     "timer": ["sample", "--method", "timer", "-f", "1000"],
+    "causal": ["causal"],
 }
 for mode in modes:
     args = runs[mode]
@@ -71,7 +73,7 @@ for mode in modes:
     print(f"{mode}: ours above {high}: {sorted(ours.values())}")
     # The mode really held something (else the test proves nothing).
     held = {"run": "events.xprec", "text": "text.log", "functions": "fd_probe",
-            "run-sample": "samples.xsamp", "timer": "samples.xsamp"}[mode]
+            "run-sample": "samples.xsamp", "timer": "samples.xsamp", "causal": ".coz"}[mode]
     if not any(t.endswith(held) for t in ours.values()):
         fail(f"{mode}: nothing of ours held above {high} ({held}): {ours} {err}")
     # libunwind's pipe (two ends) beside the saved stderr (a pipe here).
