@@ -128,10 +128,47 @@ def debian(xptrace, scratch):
     print("test_functions: OK")
 
 
+def default(xptrace, fixture, scratch):
+    """`xptrace run --functions` without -c: the trace collector alone, no
+    statistics files, and the per-function table read back from the trace
+    at the end, with the exact counts."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    out = os.path.join(scratch, "out")
+    alone = subprocess.run([fixture, "calls"], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([xptrace, "run", "-o", out, "--functions", "--", fixture, "calls"],
+                         capture_output=True, text=True, timeout=60)
+    print(run.stderr)
+    if run.returncode != 0 or run.stdout != alone.stdout:
+        fail("status %d, output %r (alone %r)" % (run.returncode, run.stdout, alone.stdout))
+    if glob.glob(os.path.join(out, "*", "stats.csv")) or "xptrace: statistics" in run.stderr:
+        fail("statistics written without -c stats")
+    if not os.path.exists(os.path.join(out, "trace.perfetto-trace")):
+        fail("no trace")
+    lines = run.stderr.splitlines()
+    if "Trace points (slices on threads)" not in lines:
+        fail("no per-function table")
+    start = lines.index("Trace points (slices on threads)") + 2  # past the column names
+    got = {}
+    for line in lines[start:]:
+        f = line.split()
+        if len(f) < 3 or f[1] != "xptrace.functions":
+            break
+        got[f[0]] = int(f[2])
+    got = {n: k for n, k in got.items() if not n.startswith(("_sub_I_", "_sub_D_"))}
+    want = merged({"main": 1, "inlined_add": 3}, CALLS)  # cyg: the inlined function too
+    if got != want:
+        fail("table counts %s, expected %s" % (sorted(got.items()), sorted(want.items())))
+    print("test_functions: OK")
+
+
 def main():
     case, xptrace, fixture, checker, proto, scratch = sys.argv[1:7]
     if case == "debian":
         debian(xptrace, scratch)
+        return
+    if case == "default":
+        default(xptrace, fixture, scratch)
         return
     way, scenario = case.split("-", 1)
     arg, opts, expect, status, threads = SCENARIOS[scenario]

@@ -167,3 +167,21 @@ int cmd_report(int argc, char **argv) {
     regfree(&o.sel.regex);
   return status;
 }
+
+int report_points_table(FILE *out, const char *trace, size_t top) {
+  struct rp_options o = {.format = RP_FMT_TEXT, .top = top, .sel = {.pid = -1, .tid = -1}};
+  struct rp_model m;
+  rp_model_init(&m);
+  int status = load(&m, trace, &o.sel) < 0 ? 1 : 0;
+  struct rp_table tables[RP_TABLES_MAX];
+  size_t n = rp_tables_build(&m, &o.sel, tables);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(tables[i].id, "points") == 0) {
+      rp_table_sort(&tables[i], &o);
+      rp_print(out, &tables[i], 1, &o, trace, NULL);
+    }
+    rp_table_free(&tables[i]);
+  }
+  rp_model_free(&m);
+  return status;
+}

@@ -27,7 +27,8 @@
 static const char usage_run[] =
     "usage: xptrace run [options] -- command [args...]\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
-    "  -c, --collectors LIST    comma list of perfetto, stats, text (default: perfetto,stats)\n"
+    "  -c, --collectors LIST    comma list of perfetto, stats, text (default: perfetto,stats;\n"
+    "                           perfetto with --functions, then a per-function table)\n"
     "      --format FORMAT      trace format: perfetto (default) or json\n"
     "      --buffer-size SIZE   trace buffer memory, at least 64K (default 64M)\n"
     "      --buffer-policy P    flush (default: write full buffers) or ring (keep newest)\n"
@@ -163,12 +164,29 @@ static const char *run_mpi_rank(void) {
   return NULL;
 }
 
+/* Read back at the end: past this, a summary would hold the user up. */
+#define FN_TABLE_MAX_TRACE (256ll << 20)
+
+/* --functions with the trace collector alone (its default): the
+ * per-function table, read back from the trace as `xptrace report` does
+ * (a trace too large to read at the end is left to that command). */
+static void print_function_table(const char *trace, const char *dir) {
+  struct stat st;
+  if (stat(trace, &st) == 0 && st.st_size > FN_TABLE_MAX_TRACE) {
+    fprintf(stderr, "xptrace: the trace is %lld MiB; per function: xptrace report %s\n",
+            (long long)(st.st_size >> 20), dir);
+    return;
+  }
+  fflush(stderr);
+  report_points_table(stderr, trace, 20);
+}
+
 /* Every process of the run wrote into a folder of its own (marked with
  * the session token); their traces become one, dir/trace.perfetto-trace,
  * except for an MPI rank (the ranks share the folder: `xptrace merge`
  * joins them once all have ended). */
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
-                          const char *token, const char *samples) {
+                          const char *token, const char *samples, bool fn_table) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
@@ -196,6 +214,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       if (processes > 1)
         fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
+      if (fn_table)
+        print_function_table(merged, dir);
     } else if (traces == 0) {
       fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
     } else if (merge) {
@@ -230,6 +250,7 @@ typedef struct run_outputs {
   bool sample;
   const char *token;
   struct xpt_counters *counters;
+  bool fn_table; /* --functions without -c: the per-function table from the trace */
 } run_outputs_t;
 
 static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid); }
@@ -245,7 +266,7 @@ static void run_after(const void *ctx) {
     sample_timer_report(&to);
   }
 #endif
-  print_outputs(r->dir, r->chosen, r->format, r->token, samples);
+  print_outputs(r->dir, r->chosen, r->format, r->token, samples, r->fn_table);
   if (r->sample)
     print_sample_outputs(r->dir, true);
 }
@@ -276,6 +297,7 @@ int cmd_run(int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   run_options_t o = {.collectors = "perfetto,stats"};
+  bool collectors_given = false;
   bool sample = false, mpi = false;
   const char *periods = NULL;
   const char *counters = NULL;
@@ -286,7 +308,7 @@ int cmd_run(int argc, char **argv) {
   while ((opt = getopt_long(argc, argv, "+:o:c:vh", longopts, NULL)) != -1) {
     switch (opt) {
     case 'o': o.output = optarg; break;
-    case 'c': o.collectors = optarg; break;
+    case 'c': o.collectors = optarg, collectors_given = true; break;
     case OPT_FORMAT: o.format = optarg; break;
     case OPT_BUFFER_SIZE: o.buffer_size = optarg; break;
     case OPT_BUFFER_POLICY: o.buffer_policy = optarg; break;
@@ -336,6 +358,12 @@ int cmd_run(int argc, char **argv) {
     return usage_error(usage_run, "stream list '%s' names no stream", o.streams);
   if (o.output && !*o.output)
     return usage_error(usage_run, "empty output folder name");
+  /* Function tracing records with the trace collector alone unless told
+   * otherwise: its direct path costs half of two listeners' (docs/functions.md),
+   * and the per-function table is read back from the trace at the end. */
+  bool fn_table = o.functions && !collectors_given;
+  if (fn_table)
+    o.collectors = "perfetto";
   bool chosen[NCOLLECTORS] = {false};
   char subscribers[4 * (PATH_MAX + 64)];
   int rc = run_collectors(o.collectors, subscribers, sizeof subscribers, chosen);
@@ -448,7 +476,7 @@ int cmd_run(int argc, char **argv) {
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
   cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
-  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt};
+  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt, fn_table};
   if (cnt) {
     launch_on_fork = start_counters;
     launch_on_fork_ctx = cnt;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 enum { EXIT_USAGE = 2, EXIT_CANNOT_RUN = 126, EXIT_NOT_FOUND = 127 };
 
@@ -13,6 +14,10 @@ int cmd_sample(int argc, char **argv);
 int cmd_avail(int argc, char **argv);
 /* xptrace report PATH (report.c) */
 int cmd_report(int argc, char **argv);
+/* The trace points table of `xptrace report TRACE` (its top rows) to out:
+ * the per-function table after `xptrace run --functions`.  0, or 1 when
+ * the trace could not be read whole. */
+int report_points_table(FILE *out, const char *trace, size_t top);
 /* xptrace causal (causal.c) */
 int cmd_causal(int argc, char **argv);
 /* xptrace finish DIR... */
