@@ -703,6 +703,9 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
    * those still in the ring that were not (their generation tells). */
   fin_read_spill(&f, dirfd, name);
   uint64_t chunks = (f.map_len - XPT_REC_HEADER_SIZE) / f.h->chunk_size;
+  uint64_t written = atomic_load(&((struct xpt_rec_header *)f.h)->chunks_used);
+  if (f.h->policy == XPT_REC_FLUSH && written && written < chunks)
+    chunks = written; /* the rest were never handed out (holes) */
   for (uint64_t i = 0; i < chunks; i++) {
     const struct xpt_rec_chunk *c =
         (const struct xpt_rec_chunk *)(f.map + XPT_REC_HEADER_SIZE + i * f.h->chunk_size);

@@ -52,10 +52,14 @@ struct xpt_rec_header {
   uint32_t annotate_all;
   int32_t pid, ppid;
   uint32_t forked; /* a forked child of a traced process */
-  uint64_t max_chunks;             /* ring: the chunks of the file; flush: 0 */
+  uint64_t max_chunks;             /* the chunks of the file */
   uint64_t start_ns;               /* CLOCK_MONOTONIC at set-up */
   uint64_t tsc_base, tsc_base_ns;  /* a (TSC, MONOTONIC ns) pair at set-up */
-  _Atomic uint64_t chunks_used;    /* chunks handed out; the file holds them */
+  _Atomic uint64_t chunks_used;    /* ring: chunks handed out; flush: chunks
+                                      reserved (none past them was written: a
+                                      reader stops there, as a hole read
+                                      through a tmpfs mapping is a SIGBUS on a
+                                      full one); 0: the whole file */
   _Atomic uint64_t dropped;        /* records that could not be written */
   _Atomic uint64_t gen;            /* chunk (re)use counter */
   _Atomic uint32_t state;

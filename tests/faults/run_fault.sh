@@ -175,6 +175,25 @@ churn)
   [ "$rss" -lt $((base + 32768)) ] || fail "peak RSS $rss KiB, untraced $base KiB: not bounded"
   check ch/trace.perfetto-trace --slices "$n" --threads "$n"
   ;;
+reserve)
+  # While it runs (and until the launcher finishes it), a process holds
+  # an eighth of its trace buffer on disk, not all of it: a run of many
+  # short processes (make, sh) does not fill the disk with reservations.
+  timeout -k 5 60 "$xptrace" run -c perfetto -o rs -- sh -c \
+    "for i in 1 2 3; do '$workload' threads 2 100 >/dev/null; done; stat -c '%b %B %s' rs/*/events.xprec" \
+    >rs.out 2>rs.err
+  [ $? = 0 ] || fail "exit: $(cat rs.err)"
+  n=0
+  while read -r blocks bsize size; do
+    n=$((n + 1))
+    held=$((blocks * bsize))
+    echo "recording $n: $held bytes on disk of $size"
+    [ "$held" -le $((size / 8 + 1048576)) ] || fail "a recording holds $held of its $size bytes"
+  done <rs.out
+  [ "$n" = 3 ] || fail "expected 3 recordings, found $n: $(cat rs.out)"
+  for t in rs/fault_workload-*/trace.perfetto-trace; do check "$t" --slices 200; done
+  no_recording_left rs
+  ;;
 disk-full)
   # A full file system: events that cannot be recorded are counted, the
   # trace is complete or absent (never cut), and what went wrong is said.

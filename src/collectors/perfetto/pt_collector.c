@@ -426,12 +426,23 @@ static void pt_rec_open_locked(void) {
   bool shrunk = false;
   int err = fd < 0 ? errno : 0;
   fd = xpt_fd_raise(fd); /* held while the program runs: out of its way */
-  /* Blocks reserved now: a full disk is a message here, never a SIGBUS
-   * when a page is first written.  Short of room, a smaller budget. */
-  while (!err && fallocate(fd, 0, 0, (off_t)size) != 0) {
+  /* Blocks reserved before use: a full disk is a message, never a SIGBUS
+   * when a page is first written.  The ring uses its whole buffer; flush
+   * reserves its first step here and the drainer the rest ahead of use
+   * (pt_drain.c).  Short of room, a smaller budget. */
+  uint64_t reserved = 0;
+  while (!err) {
+    reserved = pt_policy == XPT_REC_FLUSH ? pt_drain_reserve_step(chunks) : chunks;
+    if (ftruncate(fd, (off_t)size) != 0) {
+      err = errno;
+      break;
+    }
+    if (fallocate(fd, 0, 0, (off_t)(XPT_REC_HEADER_SIZE + reserved * pt_chunk_size)) == 0)
+      break;
     err = errno;
-    if ((err == EOPNOTSUPP || err == ENOSYS) && ftruncate(fd, (off_t)size) == 0) {
+    if (err == EOPNOTSUPP || err == ENOSYS) {
       err = 0;
+      reserved = chunks; /* nothing to reserve with: as the file system does */
       break;
     }
     if (err != ENOSPC || pt_budget / 2 < XPT_BUFFER_MIN)
@@ -512,7 +523,8 @@ static void pt_rec_open_locked(void) {
   pt_rec.map_len = size;
   pt_rec.pid = getpid();
   if (pt_policy == XPT_REC_FLUSH)
-    pt_drain_start(spill, pt_rec.base + XPT_REC_HEADER_SIZE, pt_chunk_size, chunks, hd);
+    pt_drain_start(spill, fd, pt_rec.base + XPT_REC_HEADER_SIZE, pt_chunk_size, chunks, reserved,
+                   hd);
   __atomic_store_n(&pt_rec.h, hd, __ATOMIC_RELEASE);
   for (unsigned id = 0; id < 256; id++) /* a forked child names them again */
     if (pt_stream_on[id] && xptiLookupStreamName((uint8_t)id))

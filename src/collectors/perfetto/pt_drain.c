@@ -7,8 +7,16 @@
  * the producers.  (Waking it at every sealed chunk instead kept the pages
  * as warm but put its copying beside the producer: +3 to +10 ns per event
  * of wall time on a 2-vCPU guest.)  Producers never wait: with no free
- * chunk, the event is dropped and counted. */
+ * chunk, the event is dropped and counted.
+ *
+ * The recording's disk blocks are reserved (fallocate) an eighth of the
+ * buffer at a time, by this thread, ahead of the producers: a run of many
+ * short processes (make, sh) holds an eighth of each one's buffer, not
+ * all of it, until the launcher finishes them.  No chunk is handed out
+ * before it is reserved, so a full disk is dropped events and a message,
+ * never a SIGBUS in a producer. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -25,6 +33,9 @@
 
 static struct {
   int spill_fd;
+  int rec_fd;                 /* the recording, for reserving more */
+  bool reserve_blocked;       /* the last try found no room (under lock) */
+  _Atomic uint64_t reserved;  /* chunks [0, reserved) have their blocks */
   dev_t spill_dev; /* what spill_fd must still be: a program that closes */
   ino_t spill_ino; /* every descriptor may see the number reused */
   uint8_t *chunks;
@@ -45,7 +56,9 @@ static struct {
   bool running;
   _Atomic bool alive; /* the thread reached dr_main */
   _Atomic bool stop;
-} dr = {.spill_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+} dr = {.spill_fd = -1, .rec_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool dr_reserve_more_locked(void);
 
 static struct xpt_rec_chunk *dr_chunk(uint64_t i) {
   return (struct xpt_rec_chunk *)(dr.chunks + i * dr.chunk_size);
@@ -61,16 +74,29 @@ static void dr_push(uint64_t index) {
 uint64_t pt_drain_take(void) {
   pthread_mutex_lock(&dr.lock);
   uint64_t index = UINT64_MAX;
-  bool cold = false;
+  bool cold = false, unreserved = false;
+  /* Chunks never taken lie below every freed one, lowest on top: the top
+   * is unreserved only when no reserved chunk is free. */
   if (dr.n_free) {
-    index = dr.free_idx[--dr.n_free];
-    cold = !dr.warm[index];
-    dr.warm[index] = 1; /* written from now on */
+    uint64_t top = dr.free_idx[dr.n_free - 1];
+    /* The drainer fell behind: reserve here rather than drop. */
+    if (top >= atomic_load_explicit(&dr.reserved, memory_order_acquire) && !dr.reserve_blocked &&
+        dr.rec_fd >= 0)
+      dr_reserve_more_locked();
+    if (top < atomic_load_explicit(&dr.reserved, memory_order_acquire)) {
+      index = top;
+      dr.n_free--;
+      cold = !dr.warm[index];
+      dr.warm[index] = 1; /* written from now on */
+    } else {
+      unreserved = true;
+    }
   }
   bool low = dr.n_free < dr.count / 4;
   pthread_mutex_unlock(&dr.lock);
-  /* A cold chunk taken: the next ones are faulted in now, by the drainer. */
-  if (low || cold)
+  /* A cold chunk taken: the next ones are faulted in (and reserved) now,
+   * by the drainer. */
+  if (low || cold || unreserved)
     sem_post(&dr.wake); /* async-signal-safe */
   return index;
 }
@@ -119,10 +145,50 @@ static bool dr_spill(uint64_t index) {
   return true;
 }
 
+/* One more step of chunks reserved, under dr.lock; false when the disk
+ * has no room (producers then drop until the drainer gets some).  A
+ * system call with no state of ours: safe where a producer is a signal
+ * handler (its signals are blocked meanwhile). */
+static bool dr_reserve_more_locked(void) {
+  uint64_t reserved = atomic_load_explicit(&dr.reserved, memory_order_relaxed);
+  if (reserved >= dr.count)
+    return false;
+  uint64_t step = pt_drain_reserve_step(dr.count);
+  uint64_t more = reserved + step < dr.count ? step : dr.count - reserved;
+  off_t from = (off_t)(dr.h->header_size + reserved * dr.chunk_size);
+  int saved = errno;
+  if (fallocate(dr.rec_fd, 0, from, (off_t)(more * dr.chunk_size)) != 0) {
+    if (errno == ENOSPC || errno == EDQUOT)
+      atomic_store(&dr.h->disk_full, 1); /* said with the events it drops */
+    dr.reserve_blocked = true;
+    errno = saved;
+    return false;
+  }
+  dr.reserve_blocked = false;
+  /* Readers of the recording stop at chunks_used: it covers a chunk
+   * before any producer may take it. */
+  atomic_store(&dr.h->chunks_used, reserved + more);
+  atomic_store_explicit(&dr.reserved, reserved + more, memory_order_release);
+  return true;
+}
+
+/* Keeps a step of reserved chunks free ahead of the producers.  Every
+ * unreserved chunk is free, so the free reserved ones are the others. */
+static void dr_reserve_ahead(void) {
+  if (atomic_load_explicit(&dr.reserved, memory_order_relaxed) >= dr.count)
+    return;
+  pthread_mutex_lock(&dr.lock);
+  uint64_t reserved = atomic_load_explicit(&dr.reserved, memory_order_relaxed);
+  if (dr.n_free - (dr.count - reserved) < pt_drain_reserve_step(dr.count) / 2)
+    dr_reserve_more_locked(); /* tried again at the next wake when it fails */
+  pthread_mutex_unlock(&dr.lock);
+}
+
 static void dr_pass(void) {
   for (uint64_t i = 0; i < dr.count; i++) {
     if (!atomic_load_explicit(&dr.sealed[i], memory_order_acquire))
       continue;
+    dr_reserve_ahead(); /* a long pass: producers still find reserved chunks */
     if (!dr_spill(i))
       return; /* full disk: later passes try again */
     atomic_store_explicit(&dr_chunk(i)->state, XPT_REC_FREE, memory_order_release);
@@ -148,9 +214,10 @@ static void dr_prefault(void) {
     return;
   uint32_t next[DR_WARM_AHEAD];
   uint32_t n = 0;
+  uint64_t reserved = atomic_load_explicit(&dr.reserved, memory_order_acquire);
   pthread_mutex_lock(&dr.lock);
   for (uint64_t k = dr.n_free, seen = 0; k-- > 0 && seen < DR_WARM_AHEAD; seen++)
-    if (!dr.warm[dr.free_idx[k]])
+    if (!dr.warm[dr.free_idx[k]] && dr.free_idx[k] < reserved) /* never a hole */
       next[n++] = dr.free_idx[k];
   pthread_mutex_unlock(&dr.lock);
   for (uint32_t i = 0; i < n; i++) {
@@ -178,6 +245,7 @@ static void *dr_main(void *arg) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000;
     }
+    dr_reserve_ahead();
     dr_prefault();
     sem_timedwait(&dr.wake, &until);
     dr_pass();
@@ -186,14 +254,18 @@ static void *dr_main(void *arg) {
   return NULL;
 }
 
-bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t count,
-                    struct xpt_rec_header *h) {
+bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_size,
+                    uint64_t count, uint64_t reserved, struct xpt_rec_header *h) {
   dr.free_idx = calloc(count ? count : 1, sizeof *dr.free_idx);
   dr.sealed = calloc(count ? count : 1, sizeof *dr.sealed);
   dr.warm = calloc(count ? count : 1, sizeof *dr.warm);
   if (!dr.free_idx || !dr.sealed || !dr.warm)
     return false;
   dr.spill_fd = spill_fd;
+  dr.rec_fd = rec_fd;
+  dr.reserve_blocked = false;
+  atomic_store(&h->chunks_used, reserved);
+  atomic_store(&dr.reserved, reserved);
   struct stat st;
   if (fstat(spill_fd, &st) != 0)
     return false;
@@ -219,6 +291,13 @@ bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t
   pthread_t thread;
   dr.running = pthread_create(&thread, &attr, dr_main, NULL) == 0;
   pthread_attr_destroy(&attr);
+  /* No thread to reserve ahead: the rest now, or what the disk takes. */
+  if (!dr.running && reserved < count &&
+      fallocate(rec_fd, 0, (off_t)(h->header_size + reserved * chunk_size),
+                (off_t)((count - reserved) * chunk_size)) == 0) {
+    atomic_store(&h->chunks_used, count);
+    atomic_store(&dr.reserved, count);
+  }
   return true; /* without the thread, chunks are used once: still correct */
 }
 
@@ -251,6 +330,8 @@ void pt_drain_fork_child(void) {
   if (dr.spill_fd >= 0)
     close(dr.spill_fd);
   dr.spill_fd = -1;
+  dr.rec_fd = -1; /* the parent's recording: the collector closes it */
+  atomic_store(&dr.reserved, 0);
 }
 
 /* A fork while the thread is still starting could copy a lock its start

@@ -10,9 +10,19 @@
 #define PT_DRAIN_HIDDEN __attribute__((visibility("hidden")))
 
 /* Starts the thread; every chunk is free.  chunks: the first chunk of
- * the mapped recording, count of chunk_size bytes. */
-PT_DRAIN_HIDDEN bool pt_drain_start(int spill_fd, uint8_t *chunks, uint32_t chunk_size,
-                                    uint64_t count, struct xpt_rec_header *h);
+ * the mapped recording (file rec_fd), count of chunk_size bytes, of which
+ * the first `reserved` have their disk blocks (fallocate); the thread
+ * reserves more ahead of use, and no chunk past them is handed out (a
+ * write there on a full disk would be a SIGBUS). */
+PT_DRAIN_HIDDEN bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks,
+                                    uint32_t chunk_size, uint64_t count, uint64_t reserved,
+                                    struct xpt_rec_header *h);
+/* Chunks reserved at the start and in each step after (an eighth of
+ * the buffer, at least 4): a short process holds that, not the buffer. */
+static inline uint64_t pt_drain_reserve_step(uint64_t count) {
+  uint64_t step = count / 8;
+  return step < 4 ? (count < 4 ? count : 4) : step;
+}
 /* A free chunk's index, or UINT64_MAX (none now).  Call with signals
  * blocked (it takes a lock held only briefly). */
 PT_DRAIN_HIDDEN uint64_t pt_drain_take(void);
