@@ -10,7 +10,8 @@
  * chunk, the event is dropped and counted.
  *
  * The recording's disk blocks are reserved (fallocate) an eighth of the
- * buffer at a time, by this thread, ahead of the producers: a run of many
+ * buffer at a time, by this thread ahead of the producers (or by a
+ * producer that finds none left, rather than drop): a run of many
  * short processes (make, sh) holds an eighth of each one's buffer, not
  * all of it, until the launcher finishes them.  No chunk is handed out
  * before it is reserved, so a full disk is dropped events and a message,
@@ -33,11 +34,13 @@
 
 static struct {
   int spill_fd;
-  int rec_fd;                 /* the recording, for reserving more */
-  bool reserve_blocked;       /* the last try found no room (under lock) */
-  _Atomic uint64_t reserved;  /* chunks [0, reserved) have their blocks */
-  dev_t spill_dev; /* what spill_fd must still be: a program that closes */
-  ino_t spill_ino; /* every descriptor may see the number reused */
+  int rec_fd;    /* the recording, for reserving more */
+  dev_t rec_dev; /* what rec_fd must still be (as spill_fd) */
+  ino_t rec_ino;
+  bool reserve_blocked;      /* the last try found no room (under lock) */
+  _Atomic uint64_t reserved; /* chunks [0, reserved) have their blocks */
+  dev_t spill_dev;           /* what spill_fd must still be: a program that closes */
+  ino_t spill_ino;           /* every descriptor may see the number reused */
   uint8_t *chunks;
   uint32_t chunk_size;
   uint64_t count;
@@ -151,12 +154,20 @@ static bool dr_spill(uint64_t index) {
  * handler (its signals are blocked meanwhile). */
 static bool dr_reserve_more_locked(void) {
   uint64_t reserved = atomic_load_explicit(&dr.reserved, memory_order_relaxed);
-  if (reserved >= dr.count)
+  if (dr.rec_fd < 0 || reserved >= dr.count)
     return false;
   uint64_t step = pt_drain_reserve_step(dr.count);
   uint64_t more = reserved + step < dr.count ? step : dr.count - reserved;
   off_t from = (off_t)(dr.h->header_size + reserved * dr.chunk_size);
   int saved = errno;
+  struct stat st;
+  if (fstat(dr.rec_fd, &st) != 0 || st.st_dev != dr.rec_dev || st.st_ino != dr.rec_ino) {
+    atomic_store(&dr.h->disk_full, 2); /* never grow someone else's file */
+    dr.reserve_blocked = true;
+    dr.rec_fd = -1;
+    errno = saved;
+    return false;
+  }
   if (fallocate(dr.rec_fd, 0, from, (off_t)(more * dr.chunk_size)) != 0) {
     if (errno == ENOSPC || errno == EDQUOT)
       atomic_store(&dr.h->disk_full, 1); /* said with the events it drops */
@@ -254,8 +265,8 @@ static void *dr_main(void *arg) {
   return NULL;
 }
 
-bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_size,
-                    uint64_t count, uint64_t reserved, struct xpt_rec_header *h) {
+bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_size, uint64_t count,
+                    uint64_t reserved, struct xpt_rec_header *h) {
   dr.free_idx = calloc(count ? count : 1, sizeof *dr.free_idx);
   dr.sealed = calloc(count ? count : 1, sizeof *dr.sealed);
   dr.warm = calloc(count ? count : 1, sizeof *dr.warm);
@@ -264,6 +275,11 @@ bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_si
   dr.spill_fd = spill_fd;
   dr.rec_fd = rec_fd;
   dr.reserve_blocked = false;
+  struct stat rst;
+  if (fstat(rec_fd, &rst) != 0)
+    return false;
+  dr.rec_dev = rst.st_dev;
+  dr.rec_ino = rst.st_ino;
   atomic_store(&h->chunks_used, reserved);
   atomic_store(&dr.reserved, reserved);
   struct stat st;
