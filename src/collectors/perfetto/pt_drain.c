@@ -308,11 +308,11 @@ bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_si
   dr.running = pthread_create(&thread, &attr, dr_main, NULL) == 0;
   pthread_attr_destroy(&attr);
   /* No thread to reserve ahead: the rest now, or what the disk takes. */
-  if (!dr.running && reserved < count &&
-      fallocate(rec_fd, 0, (off_t)(h->header_size + reserved * chunk_size),
-                (off_t)((count - reserved) * chunk_size)) == 0) {
-    atomic_store(&h->chunks_used, count);
-    atomic_store(&dr.reserved, count);
+  if (!dr.running) {
+    pthread_mutex_lock(&dr.lock);
+    while (dr_reserve_more_locked())
+      ;
+    pthread_mutex_unlock(&dr.lock);
   }
   return true; /* without the thread, chunks are used once: still correct */
 }

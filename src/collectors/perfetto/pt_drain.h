@@ -12,8 +12,9 @@
 /* Starts the thread; every chunk is free.  chunks: the first chunk of
  * the mapped recording (file rec_fd), count of chunk_size bytes, of which
  * the first `reserved` have their disk blocks (fallocate); the thread
- * reserves more ahead of use, and no chunk past them is handed out (a
- * write there on a full disk would be a SIGBUS). */
+ * reserves more ahead of use (a producer that finds none left does), and
+ * no chunk past them is handed out (a write there on a full disk would be
+ * a SIGBUS). */
 PT_DRAIN_HIDDEN bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks,
                                     uint32_t chunk_size, uint64_t count, uint64_t reserved,
                                     struct xpt_rec_header *h);
