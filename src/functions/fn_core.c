@@ -356,8 +356,7 @@ FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
     return 0;
   uintptr_t ret = *slot;
   /* A tail call (its slot already ours) or frames to end first: general. */
-  if (ret == (uintptr_t)fn_tramp_exit ||
-      (t->depth > 0 && t->frames[t->depth - 1].sp <= (uintptr_t)slot))
+  if (t->depth > 0 && t->frames[t->depth - 1].sp <= (uintptr_t)slot)
     return 0;
   bool record = t->recorded < fn_cfg.depth;
   ++t->busy;
@@ -374,8 +373,7 @@ FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
   fr->recorded = record;
   t->recorded += record;
   ++t->depth;
-  *slot = (uintptr_t)fn_tramp_exit;
-  t->hijacked = true;
+  t->hijacked = true; /* the stub's call puts fn->landing in the slot */
   atomic_signal_fence(memory_order_seq_cst);
   --t->busy;
   return 1;
@@ -404,26 +402,31 @@ FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot) {
   return ret;
 }
 
-void fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
+/* 1: a frame was pushed, and the trampoline enters the function through
+ * the stub's call, which puts fn->landing in the slot (the return comes
+ * through fn_tramp_exit, which asks for the real address back); 0: the
+ * function runs untouched. */
+int fn_enter_patched(fn_func_t *fn, uintptr_t *slot) {
   fn_thread_t *t = fn_thread();
   if (!t || t->busy || !atomic_load_explicit(&fn_live, memory_order_relaxed))
-    return;
+    return 0;
   ++t->busy;
   /* A tail call from a traced function reuses its slot: the real return
    * address is the one kept for it. */
   uintptr_t ret = *slot;
-  if (ret == (uintptr_t)fn_tramp_exit && t->depth > 0 &&
-      t->frames[t->depth - 1].sp == (uintptr_t)slot && t->frames[t->depth - 1].ret)
-    ret = t->frames[t->depth - 1].ret;
+  if (t->depth > 0) {
+    const fn_frame_t *top = &t->frames[t->depth - 1];
+    if (top->sp == (uintptr_t)slot && top->ret && ret == top->fn->landing)
+      ret = top->ret;
+  }
   fn_pop_dead(t, (uintptr_t)slot, true);
   fn_frame_t *fr = fn_push(t, fn, (uintptr_t)slot);
   if (fr) {
-    /* The return comes through fn_tramp_exit, which asks for it back. */
     fr->ret = ret;
-    *slot = (uintptr_t)fn_tramp_exit;
     t->hijacked = true;
   }
   --t->busy;
+  return fr != NULL;
 }
 
 uintptr_t fn_exit_patched(uintptr_t *slot) {
@@ -459,7 +462,7 @@ void fn_unwind_caught(uintptr_t sp) {
   fn_pop_dead(t, sp, false);
   for (uint32_t i = 0; i < t->depth; ++i)
     if (t->frames[i].ret) {
-      *(uintptr_t *)t->frames[i].sp = (uintptr_t)fn_tramp_exit;
+      *(uintptr_t *)t->frames[i].sp = t->frames[i].fn->landing;
       t->hijacked = true;
     }
   --t->busy;

@@ -24,6 +24,7 @@
 typedef struct fn_func {
   _Atomic uintptr_t addr; /* 0: free slot; published last */
   xpti_trace_event_data_t *event;
+  uintptr_t landing; /* patched: where its calls return to (fn_stub.h); else 0 */
 } fn_func_t;
 
 /* One open call on a thread's shadow stack.  sp identifies the frame:
@@ -64,7 +65,7 @@ FN_HIDDEN fn_func_t *fn_func_add(uintptr_t addr, const char *name); /* patching:
 FN_HIDDEN void fn_enter_cyg(uintptr_t fn_addr, uintptr_t sp);
 FN_HIDDEN void fn_exit_cyg(uintptr_t fn_addr, uintptr_t sp);
 /* Patched entries (fn_tramp.S): slot holds the caller's return address. */
-FN_HIDDEN void fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
+FN_HIDDEN int fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN uintptr_t fn_exit_patched(uintptr_t *slot);
 FN_HIDDEN FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot);

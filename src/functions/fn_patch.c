@@ -32,10 +32,9 @@
 #include <unistd.h>
 
 #include "fn_internal.h"
+#include "fn_stub.h"
 #include "xpt_msg.h"
 
-#define FN_STUB_SIZE 128
-#define FN_STUB_DATA 112 /* .quad fn_tramp_enter; .quad fn */
 #define FN_PATCH_LEN 5
 
 typedef struct fn_site {
@@ -139,18 +138,25 @@ static bool fn_is_endbr64(const uint8_t *p) {
   return p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa;
 }
 
-/* A stub (FN_STUB_SIZE bytes): call *[rip -> +112]; the moved instructions;
- * jmp *[rip]; .quad back; ... +112: .quad fn_tramp_enter; +120: .quad fn.
- * fn_tramp_enter finds fn from its return address (stub + 6): no
- * register is used, as gcc's -fipa-ra may keep values in any
- * call-clobbered register across a call to a function it knows. */
+/* A stub (fn_stub.h): fn_tramp_enter finds fn from its return address,
+ * using no register, as gcc's -fipa-ra may keep values in any
+ * call-clobbered register across a call to a function it knows.  Returns
+ * where the moved instructions go. */
 static uint8_t *fn_stub_begin(fn_func_t *fn) {
   uint8_t *stub = fp.stubs + fp.stub_used;
-  stub[0] = 0xff, stub[1] = 0x15;
-  put_rel32(stub + 2, (uintptr_t)stub + 6, (uintptr_t)stub + FN_STUB_DATA);
+  stub[0] = 0xff, stub[1] = 0x15; /* call *[rip] */
+  put_rel32(stub + 2, (uintptr_t)stub + FN_STUB_CALLED, (uintptr_t)stub + FN_STUB_DATA);
+  stub[FN_STUB_CALLED] = 0xe8; /* call body */
+  put_rel32(stub + FN_STUB_CALLED + 1, (uintptr_t)stub + FN_STUB_LANDING,
+            (uintptr_t)stub + FN_STUB_BODY);
+  stub[FN_STUB_LANDING] = 0xff, stub[FN_STUB_LANDING + 1] = 0x25; /* jmp *[rip] */
+  put_rel32(stub + FN_STUB_LANDING + 2, (uintptr_t)stub + FN_STUB_BODY,
+            (uintptr_t)stub + FN_STUB_DATA + 16);
   put_u64(stub + FN_STUB_DATA, (uint64_t)(uintptr_t)fn_tramp_enter);
   put_u64(stub + FN_STUB_DATA + 8, (uint64_t)(uintptr_t)fn);
-  return stub + 6;
+  put_u64(stub + FN_STUB_DATA + 16, (uint64_t)(uintptr_t)fn_tramp_exit);
+  fn->landing = (uintptr_t)stub + FN_STUB_LANDING;
+  return stub + FN_STUB_BODY;
 }
 
 static void fn_stub_end(uint8_t *p, uintptr_t back) {
@@ -265,10 +271,14 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
     }
   }
   uint8_t *stub = fp.stubs + fp.stub_used;
-  uint8_t *p = stub + 6;
+  uint8_t *p = stub + FN_STUB_BODY;
   for (size_t i = 0; !why && i < nmoved; ++i) {
     const cs_insn *in = &insn[i];
     const cs_x86 *x = &in->detail->x86;
+    if (p + 34 + 14 > stub + FN_STUB_DATA) { /* the longest relocation, then the way back */
+      why = "too many instructions to move";
+      break;
+    }
     if (fn_relocate_branch(in, &p))
       continue;
     memcpy(p, in->bytes, in->size);

@@ -1,12 +1,17 @@
 /* xptrace function hooks — trampolines of patched entries (x86-64).
  *
- * fn_tramp_enter is called by a function's stub (fn_patch.c): [rsp] =
- * stub + 6, where the stub goes on (the function's fn_func_t is at
- * stub + 120), [rsp+8] = the caller's return address (its slot).
+ * fn_tramp_enter is called by a function's stub (fn_stub.h): [rsp] =
+ * stub + FN_STUB_CALLED, [rsp+8] = the caller's return address (its
+ * slot).  When the call is traced it leaves by `ret $8`, dropping the
+ * slot (kept in the thread's frame), to the stub's call of the function's
+ * body: that call puts the stub's landing in the slot and, unlike writing
+ * it there, in the return stack buffer too, so the function's own `ret`
+ * is predicted.  Otherwise it returns to the body itself.
  *
- * fn_tramp_exit is where a traced function returns to (fn_enter_patched
- * put its address in the slot): it asks fn_exit_patched for the real
- * return address, puts it back in the slot and returns there.
+ * fn_tramp_exit is where the landing goes on to when the traced function
+ * has returned: it asks fn_exit_patched for the real return address, puts
+ * it back in the slot and returns there, with the caller's own entry of
+ * the return stack buffer.
  *
  * Both keep every call-clobbered register (gcc's -fipa-ra may keep values
  * in any of them across a call to a function it knows) and realign the
@@ -15,6 +20,8 @@
  * only (fn_enter_fast, fn_exit_fast: FN_GPR), saving only those; the
  * sixteen xmm registers are saved when that declines.  Sanitizer builds
  * always save everything: their checks call runtimes that may use xmm. */
+#include "fn_stub.h"
+
 	.text
 	.globl fn_tramp_enter
 	.hidden fn_tramp_enter
@@ -38,7 +45,7 @@ fn_tramp_enter:
 #ifndef FN_TRAMP_SAVE_ALL
 	and $-16, %rsp
 	mov 8(%rbp), %rdi
-	mov 114(%rdi), %rdi
+	mov FN_STUB_FN_FROM_CALLED(%rdi), %rdi
 	lea 16(%rbp), %rsi
 	call fn_enter_fast
 	test %eax, %eax
@@ -64,7 +71,7 @@ fn_tramp_enter:
 	movdqa %xmm14, 224(%rsp)
 	movdqa %xmm15, 240(%rsp)
 	mov 8(%rbp), %rdi
-	mov 114(%rdi), %rdi
+	mov FN_STUB_FN_FROM_CALLED(%rdi), %rdi
 	lea 16(%rbp), %rsi
 	call fn_enter_patched
 	movdqa 0(%rsp), %xmm0
@@ -83,7 +90,10 @@ fn_tramp_enter:
 	movdqa 208(%rsp), %xmm13
 	movdqa 224(%rsp), %xmm14
 	movdqa 240(%rsp), %xmm15
-1:
+	test %eax, %eax
+	jnz 1f
+	/* Not traced: straight to the body, the slot untouched. */
+	addq $FN_STUB_BODY_FROM_CALLED, 8(%rbp)
 	lea -72(%rbp), %rsp
 	pop %r11
 	pop %r10
@@ -97,6 +107,21 @@ fn_tramp_enter:
 	pop %rbp
 	.cfi_def_cfa %rsp, 8
 	ret
+	.cfi_def_cfa %rbp, 16
+1:
+	lea -72(%rbp), %rsp
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	pop %rbp
+	.cfi_def_cfa %rsp, 8
+	ret $8
 	.cfi_endproc
 	.size fn_tramp_enter, .-fn_tramp_enter
 
@@ -176,12 +201,6 @@ fn_tramp_exit:
 	pop %rcx
 	pop %rax
 	pop %rbp
-	/* Not `ret`: the function's own `ret` already took the caller's entry
-	 * of the return stack buffer (mispredicted: it came here), so a second
-	 * `ret` would pop the next one and leave every return above this one
-	 * mispredicted too.  An indirect jump leaves the buffer in step (the
-	 * slot is read from the red zone, which signal frames skip). */
-	lea 8(%rsp), %rsp
-	jmp *-8(%rsp)
+	ret /* predicted: the function's `ret` took the landing's entry, this one the caller's */
 	.size fn_tramp_exit, .-fn_tramp_exit
 	.section .note.GNU-stack,"",@progbits

@@ -3,7 +3,10 @@
  *   fn_work [calls|longjmp|exit|cancel|threads|all]
  * calls:   leaf x 1000 (from loop_leaf), recurse 5..0 (6 slices),
  *          via_ptr x 3 through a function pointer, each calling the
- *          always-inlined inlined_add (seen by compiler hooks only)
+ *          always-inlined inlined_add (seen by compiler hooks only),
+ *          tail_from x 3, each ending in a tail call of tail_to (a jump
+ *          when patched: tail_to reuses tail_from's return address; the
+ *          compiler hooks' exit call keeps it a call)
  * longjmp: jumper -> deep1 -> deep2 -> longjmp back into jumper, then
  *          after_jump: deep1 and deep2 end inside jumper
  * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
@@ -47,6 +50,26 @@ NOINLINE void via_ptr(int x) {
   __asm__ volatile("" ::: "memory");
 }
 void (*volatile fn_pointer)(int) = via_ptr;
+
+NOINLINE int tail_to(int x) {
+  sink += (unsigned long)x;
+  __asm__ volatile("" ::: "memory");
+  return x + 1;
+}
+
+/* The file is built without sibling calls (the other counts rely on it):
+ * this one function asks for its tail call back. */
+#if defined(__clang__)
+NOINLINE int tail_from(int x) {
+  sink++;
+  __attribute__((musttail)) return tail_to(x);
+}
+#else
+NOINLINE __attribute__((optimize("optimize-sibling-calls"))) int tail_from(int x) {
+  sink++;
+  return tail_to(x);
+}
+#endif
 
 static jmp_buf jump_target;
 
@@ -158,6 +181,9 @@ int main(int argc, char **argv) {
     recurse(5);
     for (int i = 0; i < 3; ++i)
       fn_pointer(i);
+    for (int i = 0; i < 3; ++i)
+      if (tail_from(i) != i + 1)
+        return 1;
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-CALLS = {"loop_leaf": 1, "leaf": 1000, "recurse": 6, "via_ptr": 3}
+CALLS = {"loop_leaf": 1, "leaf": 1000, "recurse": 6, "via_ptr": 3, "tail_from": 3, "tail_to": 3}
 LONGJMP = {"jumper": 1, "deep1": 1, "deep2": 1, "after_jump": 1}
 CANCEL = {"cancel_thread": 1, "cancel_outer": 1, "cancel_inner": 1}
 THREADS = {"worker_thread": 4, "worker": 4, "loop_leaf": 4, "leaf": 1000}
@@ -50,11 +50,12 @@ SCENARIOS = {
     "threads": ("threads", [], merged({"main": 1}, THREADS), 0, 5),
     # Filters: the selection, an exclusion, a depth, a minimum duration.
     "select": ("calls", ["--functions", "leaf|recurse"], {"leaf": 1000, "recurse": 6}, 0, 1),
-    "exclude": ("calls", ["--exclude", "leaf|main"], {"loop_leaf": 1, "recurse": 6, "via_ptr": 3},
-                0, 1),
+    "exclude": ("calls", ["--exclude", "leaf|main|tail_to"],
+                {"loop_leaf": 1, "recurse": 6, "via_ptr": 3, "tail_from": 3}, 0, 1),
     # main is depth 1, recurse(5) 2, recurse(4) 3; deeper calls unrecorded.
+    # tail_to is depth 3 (compiler hooks) or takes tail_from's place at 2.
     "depth": ("calls", ["--depth", "3"], {"main": 1, "loop_leaf": 1, "leaf": 1000, "recurse": 2,
-                                           "via_ptr": 3}, 0, 1),
+                                           "via_ptr": 3, "tail_from": 3, "tail_to": 3}, 0, 1),
     # Only calls that last 1 ms: cancel_inner waits (>= 1 ms) until it is
     # cancelled, and its callers with it; nothing else in "cancel" does.
     "minimum": ("cancel", ["--min-duration", "1ms"], {"cancel_thread": 1, "cancel_outer": 1,
