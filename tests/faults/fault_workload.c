@@ -8,6 +8,9 @@
  *     own opened and written, 20000 pairs
  *   orphan: PAIRS pairs, then a forked child records PAIRS pairs and
  *     ends 2 s after its parent
+ *   fork-open: a "work" begin, then a fork inside it: the child records
+ *     PAIRS pairs and the inherited slice's end, the parent waits for it
+ *     and records the end
  *   sigint-term: SIGINT ignored; PAIRS pairs, SIGINT, PAIRS pairs, SIGTERM
  *   malloc-loop: pairs and malloc/free on 2 threads until killed
  *   caller-events: PAIRS pairs of "stack_event" (an event on the stack)
@@ -32,6 +35,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,6 +250,20 @@ int main(int argc, char **argv) {
     }
     char c;
     return pid > 0 && read(ready[0], &c, 1) == 1 ? 0 : 5;
+  } else if (!strcmp(mode, "fork-open")) {
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_BEGIN, NULL, work_ev, 7, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      pairs(work_ev, PAIRS);
+      xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, work_ev, 7, NULL);
+      exit(0);
+    }
+    int status = 1;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+      return 5;
+    xptiNotifySubscribers(stream, XPTI_TRACE_TASK_END, NULL, work_ev, 7, NULL);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 6;
   } else if (!strcmp(mode, "sigint-term")) {
     signal(SIGINT, SIG_IGN);
     pairs(work_ev, PAIRS);

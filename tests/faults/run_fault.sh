@@ -95,6 +95,20 @@ orphan)
   [ "$(ls -d o/fault_workload-* | wc -l)" = 2 ] || fail "not two process folders: $(ls o)"
   no_recording_left o
   ;;
+fork-open)
+  # A fork inside an open slice: the slice is the parent's; the child's end
+  # of it is not recorded and is not a drop (it was counted as one).
+  xrun fo fork-open
+  [ $? = 0 ] || fail "exit: $(cat fo.err)"
+  ! grep -Eq "dropped [1-9]|unmatched ends [1-9]|unclosed begins [1-9]" fo.err ||
+    fail "a drop or an unpaired half reported: $(cat fo.err)"
+  check fo/trace.perfetto-trace --slices $((pairs + 1))
+  [ "$(ls -d fo/fault_workload-* | wc -l)" = 2 ] || fail "not two process folders: $(ls fo)"
+  counts=$(for d in fo/fault_workload-*; do grep ",work," "$d/stats.csv" | cut -d, -f5; done |
+           sort -n | tr '\n' ' ')
+  [ "$counts" = "1 $pairs " ] || fail "work counted $counts, expected 1 (parent) and $pairs (child)"
+  no_recording_left fo
+  ;;
 sigint-term)
   # SIGINT ignored, then SIGTERM: both halves are in the trace.
   xrun st sigint-term

@@ -613,6 +613,14 @@ static void pt_fork_child(void) {
       t->pid = getpid();
       t->tid = (pid_t)syscall(SYS_gettid);
       t->segment = 0;
+      /* The slices open at the fork were begun in the parent's trace: their
+       * ends here are neither recorded nor drops (as outside a window). */
+      uint32_t open = t->depth < pt_nest_max ? t->depth : pt_nest_max;
+      for (uint32_t d = 0; d < open; ++d) {
+        t->lost[d >> 6] |= 1ull << (d & 63);
+        t->gated[d >> 6] |= 1ull << (d & 63);
+      }
+      t->hold = 0;
     }
   }
   pt_dict = NULL;

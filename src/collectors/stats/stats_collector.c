@@ -585,6 +585,10 @@ static void stats_forget_parent(void) {
       stats_hist_clear(&row->hist);
     }
     self->dropped = 0;
+    /* The calls open at the fork are the parent's slices: their ends here
+     * count nothing (as if begun outside a time window). */
+    for (uint32_t d = 0; d < self->depth; ++d)
+      self->stack[d].row = STATS_ROW_GATED;
   }
   stats_report_forget();
 }
