@@ -589,8 +589,16 @@ __attribute__((constructor(200))) static void fn_start(void) {
   }
   atexit(fn_at_exit);
   atomic_store(&fn_live, true);
-  if (!fn_program_has_cyg_hooks())
+  if (!fn_program_has_cyg_hooks()) {
+    /* Patching calls libraries it may patch (libdw's liblzma, zlib): those
+     * calls are ours, not the program's. */
+    fn_thread_t *t = fn_thread();
+    if (t)
+      ++t->busy;
     fn_patch_program();
+    if (t)
+      --t->busy;
+  }
 }
 
 __attribute__((destructor)) static void fn_stop(void) {

@@ -1,9 +1,12 @@
-/* xptrace function hooks — patching the main program's function entries.
+/* xptrace function hooks — patching the function entries of the program
+ * and, with a regex, of the libraries loaded with it.
  *
  * Runs from the library's constructor, before main: no thread of the
  * program exists yet, so no thread can execute bytes being rewritten.
- * The functions are the program's own (its symbol table, executable
- * sections other than .init/.fini/.plt): never ours nor the C library's.
+ * The functions are those of each module's symbol table in executable
+ * sections other than .init/.fini/.plt: never ours nor the C library's.
+ * A module's entries are written only once all its stubs are executable
+ * (libdw, walking the next module, may call into patched ones).
  *
  *  - a 5-byte nop at the entry (-pg -mfentry -mnop-mcount,
  *    -fpatchable-function-entry=5) becomes `jmp stub`; the stub calls
@@ -40,11 +43,26 @@
 typedef struct fn_site {
   uintptr_t at;                 /* the patched bytes */
   uint8_t saved[FN_PATCH_LEN];  /* what they were */
+  uint8_t jmp[FN_PATCH_LEN];    /* what they become */
 } fn_site_t;
+
+/* A selected function, found while libdw walks a module's symbols and
+ * patched after the walk: libdw may call into the module itself (zlib,
+ * liblzma for compressed sections), and must not meet a patched entry
+ * whose stub is not executable yet. */
+typedef struct fn_candidate {
+  uintptr_t func, at;
+  size_t size;
+  fn_func_t *fn;
+  char *name;
+  bool nop;
+} fn_candidate_t;
 
 static struct {
   fn_site_t *sites;
   size_t nsites, cap;
+  fn_candidate_t *cands;
+  size_t ncands, cands_cap;
   uint8_t *stubs;
   size_t stub_used, stub_cap;
   uintptr_t lo, hi; /* the program's mapped range */
@@ -52,21 +70,55 @@ static struct {
   bool cs_open;
 } fp;
 
-static int fn_main_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
+/* The modules loaded now (the program first), by their loaded ranges. */
+typedef struct fn_module {
+  uintptr_t lo, hi;
+  const char *name; /* "" for the program */
+} fn_module_t;
+
+typedef struct fn_modules {
+  fn_module_t m[256];
+  unsigned n;
+} fn_modules_t;
+
+static int fn_module_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
-  (void)ctx;
-  fp.lo = UINTPTR_MAX;
+  fn_modules_t *ms = ctx;
+  if (ms->n == sizeof ms->m / sizeof ms->m[0])
+    return 1;
+  fn_module_t *m = &ms->m[ms->n];
+  m->lo = UINTPTR_MAX, m->hi = 0;
+  m->name = info->dlpi_name ? info->dlpi_name : "";
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD)
       continue;
     uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-    if (a < fp.lo)
-      fp.lo = a;
-    if (b > fp.hi)
-      fp.hi = b;
+    if (a < m->lo)
+      m->lo = a;
+    if (b > m->hi)
+      m->hi = b;
   }
-  return 1; /* the first object is the program */
+  if (m->hi > m->lo)
+    ++ms->n;
+  return 0;
+}
+
+/* Libraries never patched: the C library and the loader (everything runs
+ * on them, the hooks too), ours, the sanitizers' runtimes, the vDSO. */
+static bool fn_module_skipped(const char *path) {
+  static const char *const skip[] = {"libc.so",       "ld-linux",    "libm.so",    "libmvec.so",
+                                     "libpthread.so", "libdl.so",    "librt.so",   "libxpti",
+                                     "libxptrace_",   "libasan.so",  "libtsan.so", "libubsan.so",
+                                     "liblsan.so",    "libclang_rt", "linux-vdso", "linux-gate"};
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (!*base)
+    return true;
+  for (size_t i = 0; i < sizeof skip / sizeof skip[0]; ++i)
+    if (strncmp(base, skip[i], strlen(skip[i])) == 0)
+      return true;
+  return false;
 }
 
 /* Stubs for n functions, mapped within reach of the whole program. */
@@ -100,7 +152,7 @@ static void put_rel32(uint8_t *p, uintptr_t next, uintptr_t target) {
 
 static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-static bool fn_site_add(uintptr_t at) {
+static bool fn_site_add(uintptr_t at, const uint8_t *jmp) {
   if (fp.nsites == fp.cap) {
     size_t cap = fp.cap ? 2 * fp.cap : 256;
     fn_site_t *s = realloc(fp.sites, cap * sizeof *s);
@@ -112,6 +164,7 @@ static bool fn_site_add(uintptr_t at) {
   fn_site_t *s = &fp.sites[fp.nsites++];
   s->at = at;
   memcpy(s->saved, (const void *)at, FN_PATCH_LEN);
+  memcpy(s->jmp, jmp, FN_PATCH_LEN);
   return true;
 }
 
@@ -165,13 +218,14 @@ static void fn_stub_end(uint8_t *p, uintptr_t back) {
   put_u64(p + 6, (uint64_t)back);
 }
 
-/* The entry becomes `jmp stub` (what follows in the moved bytes is never
- * reached: nothing branches there). */
+/* The entry is to become `jmp stub` (what follows in the moved bytes is
+ * never reached: nothing branches there), once every stub of the module is
+ * executable. */
 static bool fn_stub_install(uintptr_t at) {
   uint8_t *stub = fp.stubs + fp.stub_used;
   uint8_t jmp[FN_PATCH_LEN] = {0xe9};
   put_rel32(jmp + 1, at + 5, (uintptr_t)stub);
-  if (!fn_site_add(at) || !fn_text_write(at, jmp, FN_PATCH_LEN))
+  if (!fn_site_add(at, jmp))
     return false;
   fp.stub_used += FN_STUB_SIZE;
   return true;
@@ -392,8 +446,8 @@ typedef struct fn_patch_pass {
   unsigned patched, refused, selected;
 } fn_patch_pass_t;
 
-static void fn_patch_one(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
-                         void *arg) {
+static void fn_select_one(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
+                          void *arg) {
   fn_patch_pass_t *pass = arg;
   size_t shstrndx;
   if (fn_crt_name(raw) || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
@@ -404,24 +458,58 @@ static void fn_patch_one(const char *raw, uintptr_t func, size_t size, Elf *elf,
   if (!fn_selected(name))
     return;
   ++pass->selected;
-  /* Aliases share an address: patched once. */
-  for (size_t k = 0; k < fp.nsites; ++k)
-    if (fp.sites[k].at >= func && fp.sites[k].at < func + 8)
-      return;
-  fn_func_t *f = fn_func_add(func, name);
-  if (!f || !f->event || fp.stub_used + FN_STUB_SIZE > fp.stub_cap)
-    return;
   uintptr_t at = func;
   if (size >= 4 && fn_is_endbr64((const uint8_t *)at))
     at += 4;
-  bool ok;
-  if (at + FN_PATCH_LEN <= func + size && fn_is_nop5((const uint8_t *)at))
-    ok = fn_patch_nop(at, f);
-  else if (fn_cfg.has_select && fp.cs_open)
-    ok = fn_patch_entry(name, func, size, at, f);
-  else
+  bool nop = at + FN_PATCH_LEN <= func + size && fn_is_nop5((const uint8_t *)at);
+  if (!nop && !(fn_cfg.has_select && fp.cs_open))
     return; /* no nop and no regex asking for it: left alone */
-  ok ? ++pass->patched : ++pass->refused;
+  fn_func_t *f = fn_func_add(func, name);
+  if (!f || !f->event)
+    return;
+  if (fp.ncands == fp.cands_cap) {
+    size_t cap = fp.cands_cap ? 2 * fp.cands_cap : 256;
+    fn_candidate_t *c = realloc(fp.cands, cap * sizeof *c);
+    if (!c)
+      return;
+    fp.cands = c;
+    fp.cands_cap = cap;
+  }
+  char *copy = strdup(name);
+  if (copy)
+    fp.cands[fp.ncands++] = (fn_candidate_t){func, at, size, f, copy, nop};
+}
+
+static int fn_candidate_order(const void *a, const void *b) {
+  uintptr_t x = ((const fn_candidate_t *)a)->func, y = ((const fn_candidate_t *)b)->func;
+  return x < y ? -1 : x > y;
+}
+
+/* The module's stubs are written, made executable, then its entries
+ * jump to them: no code runs through a stub before that, ours included. */
+static void fn_patch_candidates(fn_patch_pass_t *pass) {
+  if (fp.ncands > 1)
+    qsort(fp.cands, fp.ncands, sizeof *fp.cands, fn_candidate_order);
+  size_t first_site = fp.nsites;
+  for (size_t i = 0; i < fp.ncands; ++i) {
+    const fn_candidate_t *c = &fp.cands[i];
+    /* Aliases share an address: patched once. */
+    if ((i > 0 && fp.cands[i - 1].func == c->func) || fp.stub_used + FN_STUB_SIZE > fp.stub_cap)
+      continue;
+    bool ok = c->nop ? fn_patch_nop(c->at, c->fn)
+                     : fn_patch_entry(c->name, c->func, c->size, c->at, c->fn);
+    ok ? ++pass->patched : ++pass->refused;
+  }
+  if (fp.stub_used)
+    mprotect(fp.stubs, fp.stub_cap, PROT_READ | PROT_EXEC);
+  for (size_t k = first_site; k < fp.nsites; ++k)
+    if (!fn_text_write(fp.sites[k].at, fp.sites[k].jmp, FN_PATCH_LEN)) {
+      fp.sites[k].at = 0; /* nothing to write back */
+      --pass->patched, ++pass->refused;
+    }
+  for (size_t i = 0; i < fp.ncands; ++i)
+    free(fp.cands[i].name);
+  fp.ncands = 0;
 }
 
 /* The program's functions: its symbol table, or that of its debug file
@@ -432,37 +520,70 @@ static void fn_count_none(const char *raw, uintptr_t func, size_t size, Elf *elf
   (void)raw, (void)func, (void)size, (void)elf, (void)shndx, (void)arg;
 }
 
-unsigned fn_patch_program(void) {
-  dl_iterate_phdr(fn_main_phdr, NULL);
-  const char *module = NULL;
-  bool symtab = false;
-  int functions = fp.lo ? fn_each_function(fp.lo, fn_count_none, NULL, &module, &symtab) : -1;
-  if (functions > 0 && !fn_stubs_map((size_t)functions)) {
-    xpt_msg("xpti: functions: no room for stubs near the program; nothing patched");
-    return 0;
+/* One module's selected functions; false: its symbols could not be read.
+ * symtab: whether a full symbol table was found. */
+static bool fn_patch_module(const fn_module_t *m, fn_patch_pass_t *pass, const char **module,
+                            bool *symtab) {
+  fp.lo = m->lo, fp.hi = m->hi;
+  fp.stubs = NULL, fp.stub_used = fp.stub_cap = 0;
+  int functions = fn_each_function(fp.lo, fn_count_none, NULL, module, symtab);
+  if (functions <= 0)
+    return functions == 0;
+  if (!fn_stubs_map((size_t)functions)) {
+    xpt_msg("xpti: functions: no room for stubs near %s; nothing of it patched",
+            *module ? *module : "the program");
+    return true;
   }
-  if (functions > 0 && cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
+  fn_each_function(fp.lo, fn_select_one, pass, module, symtab);
+  fn_patch_candidates(pass);
+  if (!fp.stub_used)
+    munmap(fp.stubs, fp.stub_cap);
+  return true;
+}
+
+unsigned fn_patch_program(void) {
+  fn_modules_t *ms = calloc(1, sizeof *ms);
+  if (!ms)
+    return 0;
+  dl_iterate_phdr(fn_module_phdr, ms);
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
     cs_option(fp.cs, CS_OPT_DETAIL, CS_OPT_ON);
     fp.cs_open = true;
   }
-  fn_patch_pass_t pass = {0, 0, 0};
-  if (functions > 0)
-    fn_each_function(fp.lo, fn_patch_one, &pass, &module, &symtab);
-  if (fp.stubs)
-    mprotect(fp.stubs, fp.stub_cap, PROT_READ | PROT_EXEC);
-  const char *what = module ? module : "the program";
-  if (functions < 0)
-    xpt_msg("xpti: functions: cannot read the symbols of %s; nothing patched", what);
-  else if (pass.patched == 0 && !fn_cfg.has_select)
+  /* The program; with a regex, the libraries loaded with it too. */
+  fn_patch_pass_t pass = {0, 0, 0}, in_program = {0, 0, 0};
+  const char *what = "the program";
+  bool readable = false, symtab = false;
+  for (unsigned i = 0; i < ms->n; ++i) {
+    if (i > 0 && (!fn_cfg.has_select || fn_module_skipped(ms->m[i].name)))
+      continue;
+    const char *module = NULL;
+    bool full = false;
+    bool ok = fn_patch_module(&ms->m[i], &pass, &module, &full);
+    if (i == 0) {
+      readable = ok;
+      symtab = full;
+      in_program = pass;
+      if (module)
+        what = module;
+    }
+  }
+  free(ms);
+  free(fp.cands);
+  fp.cands = NULL, fp.cands_cap = 0;
+  if (!readable)
+    xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
+  else if (in_program.patched == 0 && !fn_cfg.has_select)
     xpt_msg("xpti: functions: the program has no -finstrument-functions hooks and no "
             "patchable entries; name the functions to patch (--functions REGEX)");
-  else if (!symtab && fn_cfg.has_select)
+  else if (!symtab && pass.selected == 0 && fn_cfg.has_select)
     xpt_msg("xpti: functions: %s is stripped and no debug file was found: only exported "
-            "functions can be traced (%u match '%s'; install its debug symbols, e.g. the "
+            "functions can be traced (none matches '%s'; install its debug symbols, e.g. the "
             "-dbgsym package, or set DEBUGINFOD_URLS)",
-            what, pass.selected, fn_cfg.select_text);
+            what, fn_cfg.select_text);
   else if (pass.selected == 0 && fn_cfg.has_select)
-    xpt_msg("xpti: functions: no function of %s matches '%s'", what, fn_cfg.select_text);
+    xpt_msg("xpti: functions: no function of %s or its libraries matches '%s'", what,
+            fn_cfg.select_text);
   return pass.patched;
 }
 
@@ -481,6 +602,7 @@ void fn_unpatch_program(void) {
   if (threads != 1)
     return;
   for (size_t i = 0; i < fp.nsites; ++i)
-    fn_text_write(fp.sites[i].at, fp.sites[i].saved, FN_PATCH_LEN);
+    if (fp.sites[i].at)
+      fn_text_write(fp.sites[i].at, fp.sites[i].saved, FN_PATCH_LEN);
   fp.nsites = 0;
 }
