@@ -596,6 +596,9 @@ __attribute__((constructor(200))) static void fn_start(void) {
     if (t)
       ++t->busy;
     fn_patch_program();
+    pthread_mutex_lock(&fn_map_lock);
+    fn_names_release();
+    pthread_mutex_unlock(&fn_map_lock);
     if (t)
       --t->busy;
   }

@@ -94,6 +94,22 @@ typedef void (*fn_each_cb_t)(const char *name, uintptr_t addr, size_t size, Elf 
 FN_HIDDEN int fn_each_function(uintptr_t in_module, fn_each_cb_t each, void *arg,
                                const char **module, bool *symtab);
 FN_HIDDEN unsigned fn_patch_program(void);
+FN_HIDDEN void fn_names_release(void); /* fn_names.c: libdw's state, until needed again */
+
+/* fn_modules.c: the modules loaded now, the program first, by their
+ * loaded ranges; wanted: the program and the libraries it needs. */
+typedef struct fn_module {
+  uintptr_t lo, hi;
+  const char *name;    /* "" for the program */
+  const void *dynamic; /* its dynamic section */
+  uintptr_t base;
+  bool wanted;
+} fn_module_t;
+typedef struct fn_modules {
+  fn_module_t m[256];
+  unsigned n;
+} fn_modules_t;
+FN_HIDDEN void fn_modules_list(fn_modules_t *ms);
 FN_HIDDEN void fn_unpatch_program(void);
 FN_HIDDEN bool fn_program_has_cyg_hooks(void);
 

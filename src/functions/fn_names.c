@@ -29,6 +29,15 @@ static bool fn_dwfl_report(void) {
   return true;
 }
 
+/* What libdw holds (the files it read, and a debuginfod client it starts
+ * for a module without symbols even when no server is named: a socket
+ * pair at the lowest free descriptors) goes once patching is done. */
+void fn_names_release(void) {
+  if (fn_dwfl)
+    dwfl_end(fn_dwfl);
+  fn_dwfl = NULL;
+}
+
 bool fn_name_of(uintptr_t addr, char *name, size_t len, const char **module, uintptr_t *offset) {
   name[0] = '\0';
   if (!fn_dwfl && !fn_dwfl_report())

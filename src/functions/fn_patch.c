@@ -70,57 +70,6 @@ static struct {
   bool cs_open;
 } fp;
 
-/* The modules loaded now (the program first), by their loaded ranges. */
-typedef struct fn_module {
-  uintptr_t lo, hi;
-  const char *name; /* "" for the program */
-} fn_module_t;
-
-typedef struct fn_modules {
-  fn_module_t m[256];
-  unsigned n;
-} fn_modules_t;
-
-static int fn_module_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
-  (void)size;
-  fn_modules_t *ms = ctx;
-  if (ms->n == sizeof ms->m / sizeof ms->m[0])
-    return 1;
-  fn_module_t *m = &ms->m[ms->n];
-  m->lo = UINTPTR_MAX, m->hi = 0;
-  m->name = info->dlpi_name ? info->dlpi_name : "";
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD)
-      continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-    if (a < m->lo)
-      m->lo = a;
-    if (b > m->hi)
-      m->hi = b;
-  }
-  if (m->hi > m->lo)
-    ++ms->n;
-  return 0;
-}
-
-/* Libraries never patched: the C library and the loader (everything runs
- * on them, the hooks too), ours, the sanitizers' runtimes, the vDSO. */
-static bool fn_module_skipped(const char *path) {
-  static const char *const skip[] = {"libc.so",       "ld-linux",    "libm.so",    "libmvec.so",
-                                     "libpthread.so", "libdl.so",    "librt.so",   "libxpti",
-                                     "libxptrace_",   "libasan.so",  "libtsan.so", "libubsan.so",
-                                     "liblsan.so",    "libclang_rt", "linux-vdso", "linux-gate"};
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  if (!*base)
-    return true;
-  for (size_t i = 0; i < sizeof skip / sizeof skip[0]; ++i)
-    if (strncmp(base, skip[i], strlen(skip[i])) == 0)
-      return true;
-  return false;
-}
-
 /* Stubs for n functions, mapped within reach of the whole program. */
 static bool fn_stubs_map(size_t n) {
   size_t len = (n * FN_STUB_SIZE + 0xffff) & ~(size_t)0xffff;
@@ -450,6 +399,10 @@ static void fn_select_one(const char *raw, uintptr_t func, size_t size, Elf *elf
                           void *arg) {
   fn_patch_pass_t *pass = arg;
   size_t shstrndx;
+  /* gcc's "f.cold" holds f's cold blocks, jumped to from f: no entry. */
+  const char *cold = strstr(raw, ".cold");
+  if (cold && (cold[5] == '\0' || cold[5] == '.'))
+    return;
   if (fn_crt_name(raw) || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
       !fn_section_ok(elf, shstrndx, shndx) || func < fp.lo || func + size > fp.hi)
     return;
@@ -545,7 +498,7 @@ unsigned fn_patch_program(void) {
   fn_modules_t *ms = calloc(1, sizeof *ms);
   if (!ms)
     return 0;
-  dl_iterate_phdr(fn_module_phdr, ms);
+  fn_modules_list(ms);
   if (cs_open(CS_ARCH_X86, CS_MODE_64, &fp.cs) == CS_ERR_OK) {
     cs_option(fp.cs, CS_OPT_DETAIL, CS_OPT_ON);
     fp.cs_open = true;
@@ -555,7 +508,7 @@ unsigned fn_patch_program(void) {
   const char *what = "the program";
   bool readable = false, symtab = false;
   for (unsigned i = 0; i < ms->n; ++i) {
-    if (i > 0 && (!fn_cfg.has_select || fn_module_skipped(ms->m[i].name)))
+    if (i > 0 && (!fn_cfg.has_select || !ms->m[i].wanted))
       continue;
     const char *module = NULL;
     bool full = false;

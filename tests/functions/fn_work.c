@@ -6,7 +6,9 @@
  *          always-inlined inlined_add (seen by compiler hooks only),
  *          tail_from x 3, each ending in a tail call of tail_to (a jump
  *          when patched: tail_to reuses tail_from's return address; the
- *          compiler hooks' exit call keeps it a call)
+ *          compiler hooks' exit call keeps it a call), rare(-2..2): its
+ *          block for negative x calls cold_note (2 calls), and gcc moves
+ *          it out to "rare.cold", which is not a function entry
  * longjmp: jumper -> deep1 -> deep2 -> longjmp back into jumper, then
  *          after_jump: deep1 and deep2 end inside jumper
  * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
@@ -70,6 +72,20 @@ NOINLINE __attribute__((optimize("optimize-sibling-calls"))) int tail_from(int x
   return tail_to(x);
 }
 #endif
+
+__attribute__((cold, noinline)) void cold_note(int x) {
+  sink += (unsigned long)x;
+  __asm__ volatile("" ::: "memory");
+}
+
+NOINLINE int rare(int x) {
+  unsigned long a = sink, b = sink * 3;
+  if (x < 0) {
+    cold_note(x);
+    x = -x - (int)(a & 1);
+  }
+  return x * 2 + (int)((a ^ b) & 1);
+}
 
 static jmp_buf jump_target;
 
@@ -184,6 +200,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; ++i)
       if (tail_from(i) != i + 1)
         return 1;
+    for (int i = -2; i < 3; ++i)
+      sink += (unsigned long)rare(i);
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();

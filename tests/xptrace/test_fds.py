@@ -2,8 +2,10 @@
 mode of xptrace (collectors, function tracing, the timer sampler, causal
 profiling), the descriptors fd_probe sees below the floor of
 src/common/xpt_fd.h are those it has without xptrace, and its first
-open() gets the same number; what we hold (recordings, libunwind's pipe,
-files libdw keeps) is above.
+open() gets the same number; what we hold (recordings, libunwind's pipe)
+is above.  Function tracing also runs on a stripped copy of the probe:
+libdw, looking for its symbols, starts a debuginfod client (a socket
+pair) even with no server named.
 
 usage: test_fds.py XPTRACE FD_PROBE SCRATCH MODE..."""
 import os
@@ -57,13 +59,18 @@ runs = {
     "run": ["run"],
     "text": ["run", "-c", "perfetto,stats,text"],
     "functions": ["run", "--functions", "probe_spin", "-c", "perfetto"],
+    "functions-stripped": ["run", "--functions", "probe_spin", "-c", "perfetto"],
     "run-sample": ["run", "--sample", "-c", "perfetto"],
     "timer": ["sample", "--method", "timer", "-f", "1000"],
     "causal": ["causal"],
 }
 for mode in modes:
     args = runs[mode]
-    first, fds, err = seen([xptrace] + args + ["-o", f"out-{mode}", "--", probe], mode)
+    prog = probe
+    if mode == "functions-stripped":
+        prog = os.path.join(scratch, "fd_probe_stripped")
+        subprocess.run(["objcopy", "--strip-all", probe, prog], check=True)
+    first, fds, err = seen([xptrace] + args + ["-o", f"out-{mode}", "--", prog], mode)
     low = {n: t for n, t in fds.items() if n < high}
     if first != want_first:
         fail(f"{mode}: the program's first open() got {first}, without xptrace {want_first}")
@@ -72,8 +79,9 @@ for mode in modes:
     ours = {n: t for n, t in fds.items() if n >= high and n not in want}
     print(f"{mode}: ours above {high}: {sorted(ours.values())}")
     # The mode really held something (else the test proves nothing).
-    held = {"run": "events.xprec", "text": "text.log", "functions": "fd_probe",
-            "run-sample": "samples.xsamp", "timer": "samples.xsamp", "causal": ".coz"}[mode]
+    held = {"run": "events.xprec", "text": "text.log", "functions": "events.xprec",
+            "functions-stripped": "events.xprec", "run-sample": "samples.xsamp",
+            "timer": "samples.xsamp", "causal": ".coz"}[mode]
     if not any(t.endswith(held) for t in ours.values()):
         fail(f"{mode}: nothing of ours held above {high} ({held}): {ours} {err}")
     # libunwind's pipe (two ends) beside the saved stderr (a pipe here).
