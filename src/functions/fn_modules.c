@@ -60,8 +60,7 @@ static bool fn_module_skipped(const char *path) {
       "libc.so",    "ld-linux",    "libm.so",    "libmvec.so",  "libpthread.so", "libdl.so",
       "librt.so",   "libgcc_s.so", "libunwind",  "libxpti",     "libxptrace_",   "libasan.so",
       "libtsan.so", "libubsan.so", "liblsan.so", "libclang_rt", "linux-vdso",    "linux-gate"};
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  const char *base = fn_basename(path);
   if (!*base)
     return true;
   for (size_t i = 0; i < sizeof skip / sizeof skip[0]; ++i)

@@ -94,6 +94,8 @@ fn_tramp_enter:
 	jnz 1f
 	/* Not traced: straight to the body, the slot untouched. */
 	addq $FN_STUB_BODY_FROM_CALLED, 8(%rbp)
+	xor %eax, %eax
+1:	/* ZF set: not traced (lea and pop keep the flags) */
 	lea -72(%rbp), %rsp
 	pop %r11
 	pop %r10
@@ -106,22 +108,10 @@ fn_tramp_enter:
 	pop %rax
 	pop %rbp
 	.cfi_def_cfa %rsp, 8
-	ret
-	.cfi_def_cfa %rbp, 16
-1:
-	lea -72(%rbp), %rsp
-	pop %r11
-	pop %r10
-	pop %r9
-	pop %r8
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %rcx
-	pop %rax
-	pop %rbp
-	.cfi_def_cfa %rsp, 8
+	jz 2f
 	ret $8
+2:
+	ret
 	.cfi_endproc
 	.size fn_tramp_enter, .-fn_tramp_enter
 
