@@ -186,6 +186,14 @@ exit)
   "$xptrace" run -c stats -o out2 -- sh -c 'exit 42' 2>/dev/null
   rc=$?
   [ "$rc" -eq 42 ] || fail "exit status $rc, expected 42"
+  # A command that never calls XPTI: one line says so (and what would
+  # trace it), not a missing trace and missing statistics.
+  "$xptrace" run -o out3 -- sh -c 'exit 3' 2>err3.txt
+  rc=$?
+  [ "$rc" -eq 3 ] || fail "exit status $rc, expected 3"
+  [ "$(grep -c "made no XPTI calls: no events to trace or count (--functions" err3.txt)" = 1 ] ||
+    fail "no-XPTI line: $(cat err3.txt)"
+  ! grep -Eq "no trace written|no statistics|traces are in" err3.txt || fail "misleading lines: $(cat err3.txt)"
   ;;
 signal)
   # Nothing of ours runs at signal time: xptrace finishes the trace from

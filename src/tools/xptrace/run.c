@@ -181,18 +181,39 @@ static void print_function_table(const char *trace, const char *dir) {
   report_points_table(stderr, trace, 20);
 }
 
+/* Whether some process of the run called XPTI: the collectors left a
+ * trace, a recording or statistics in its folder. */
+static bool run_recorded(char *const *leaves, size_t n) {
+  static const char *const made[] = {"trace.perfetto-trace", "trace.json", "stats.csv",
+                                     "events.xprec"};
+  char path[PATH_MAX + 64];
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < sizeof made / sizeof made[0]; k++) {
+      snprintf(path, sizeof path, "%s/%s", leaves[i], made[k]);
+      if (access(path, F_OK) == 0)
+        return true;
+    }
+  return false;
+}
+
 /* Every process of the run wrote into a folder of its own (marked with
  * the session token); their traces become one, dir/trace.perfetto-trace,
  * except for an MPI rank (the ranks share the folder: `xptrace merge`
  * joins them once all have ended). */
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
-                          const char *token, const char *samples, bool fn_table) {
+                          const char *token, const char *samples, bool fn_table, bool hint) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
   const char *rank = run_mpi_rank();
   bool merge = !rank && !(format && strcmp(format, "json") == 0);
   char path[PATH_MAX + 64];
+  /* A program that never calls XPTI (most do not) leaves nothing to
+   * finish or count: said once, with what would trace it. */
+  bool recorded = run_recorded(leaves, n);
+  if (!recorded && (chosen[0] || chosen[1]))
+    fprintf(stderr, "xptrace: the program made no XPTI calls: no events to trace or count%s\n",
+            hint ? " (--functions traces its functions, --sample samples it)" : "");
   if (chosen[0]) {
     /* The program's recordings (its forked and exec'd children's too)
      * become traces here, however the program ended. */
@@ -216,6 +237,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
       if (fn_table)
         print_function_table(merged, dir);
+    } else if (!recorded) {
+      /* said above */
     } else if (traces == 0) {
       fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
     } else if (merge) {
@@ -231,7 +254,7 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       if (access(path, R_OK) == 0 && ++found)
         fprintf(stderr, "xptrace: statistics %s/stats.csv, %s/stats.json\n", leaves[i], leaves[i]);
     }
-    if (!found)
+    if (!found && recorded)
       fprintf(stderr, "xptrace: no statistics (written at the program's exit%s)\n",
               chosen[0] ? "; the trace has the events" : "");
   }
@@ -239,7 +262,6 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     free(leaves[i]);
   free(leaves);
 }
-
 
 /* ---- run ----------------------------------------------------------------- */
 
@@ -251,6 +273,7 @@ typedef struct run_outputs {
   const char *token;
   struct xpt_counters *counters;
   bool fn_table; /* --functions without -c: the per-function table from the trace */
+  bool functions;
 } run_outputs_t;
 
 static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid); }
@@ -266,7 +289,8 @@ static void run_after(const void *ctx) {
     sample_timer_report(&to);
   }
 #endif
-  print_outputs(r->dir, r->chosen, r->format, r->token, samples, r->fn_table);
+  print_outputs(r->dir, r->chosen, r->format, r->token, samples, r->fn_table,
+                !r->sample && !r->functions);
   if (r->sample)
     print_sample_outputs(r->dir, true);
 }
@@ -476,7 +500,7 @@ int cmd_run(int argc, char **argv) {
   if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
   cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
-  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt, fn_table};
+  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt, fn_table, o.functions};
   if (cnt) {
     launch_on_fork = start_counters;
     launch_on_fork_ctx = cnt;
