@@ -142,13 +142,19 @@ static void fn_thread_end_all(fn_thread_t *t) {
   t->overflow = 0;
 }
 
+/* A thread that has ended for us: busy for good (set at start; in .bss,
+ * not 128 KiB of .data), so that what it still runs (other TLS
+ * destructors freeing memory through a traced free) records nothing
+ * after its calls were ended.  Never written after that. */
+static fn_thread_t fn_thread_ended;
+
 /* A thread ends (return, pthread_exit, cancellation): what it left open
  * ends now. */
 static void fn_thread_gone(void *arg) {
   fn_thread_t *t = arg;
   ++t->busy;
   fn_thread_end_all(t);
-  fn_tls = NULL;
+  fn_tls = &fn_thread_ended;
   munmap(t, sizeof *t);
 }
 
@@ -552,7 +558,7 @@ static void fn_settings_read(void) {
  * had reported three calls unclosed).  So exit itself is wrapped too. */
 static void fn_at_exit(void) {
   fn_thread_t *t = fn_tls;
-  if (!t)
+  if (!t || t == &fn_thread_ended)
     return;
   ++t->busy;
   fn_unwind_begin();
@@ -571,6 +577,7 @@ FN_API void exit(int status) {
 }
 
 __attribute__((constructor(200))) static void fn_start(void) {
+  fn_thread_ended.busy = 1;
   fn_settings_read();
   if (pthread_key_create(&fn_key, fn_thread_gone) != 0)
     return;
@@ -589,13 +596,14 @@ __attribute__((constructor(200))) static void fn_start(void) {
   }
   atexit(fn_at_exit);
   atomic_store(&fn_live, true);
-  if (!fn_program_has_cyg_hooks()) {
+  bool cyg = fn_program_has_cyg_hooks();
+  if (!cyg || fn_cfg.has_select) {
     /* Patching calls libraries it may patch (libdw's liblzma, zlib): those
      * calls are ours, not the program's. */
     fn_thread_t *t = fn_thread();
     if (t)
       ++t->busy;
-    fn_patch_program();
+    fn_patch_program(!cyg);
     pthread_mutex_lock(&fn_map_lock);
     fn_names_release();
     pthread_mutex_unlock(&fn_map_lock);
@@ -607,4 +615,5 @@ __attribute__((constructor(200))) static void fn_start(void) {
 __attribute__((destructor)) static void fn_stop(void) {
   atomic_store(&fn_live, false);
   fn_unpatch_program();
+  fn_got_unhook();
 }

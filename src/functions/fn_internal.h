@@ -83,9 +83,7 @@ FN_HIDDEN bool fn_selected(const char *name);
 /* Demangle into buf when name is a C++ one; returns name or buf. */
 FN_HIDDEN const char *fn_demangle(const char *name, char *buf, size_t len);
 
-/* fn_patch.c: patch the selected functions of the main program (before
- * main); unpatch at the end.  Returns the number patched. */
-/* Every function symbol of the module mapped at in_module, from the best
+/* fn_names.c: every function symbol of the module mapped at in_module, from the best
  * symbol table libdw finds; addr is where it is mapped now.  Returns the
  * number of functions (-1: no such module); module: its path; symtab:
  * false when only the dynamic symbols were found (a stripped file). */
@@ -93,7 +91,11 @@ typedef void (*fn_each_cb_t)(const char *name, uintptr_t addr, size_t size, Elf 
                              size_t shndx, void *arg);
 FN_HIDDEN int fn_each_function(uintptr_t in_module, fn_each_cb_t each, void *arg,
                                const char **module, bool *symtab);
-FN_HIDDEN unsigned fn_patch_program(void);
+/* fn_patch.c: patch the selected functions of the program and, with a
+ * regex, of its libraries and its calls into the C library (before main);
+ * unpatch at the end.  Returns the number patched.  program_entries
+ * false: the program has compiler hooks (the rest is still patched). */
+FN_HIDDEN unsigned fn_patch_program(bool program_entries);
 FN_HIDDEN void fn_names_release(void); /* fn_names.c: libdw's state, until needed again */
 
 /* fn_modules.c: the modules loaded now, the program first, by their
@@ -103,6 +105,7 @@ typedef struct fn_module {
   const char *name;    /* "" for the program */
   const void *dynamic; /* its dynamic section */
   uintptr_t base;
+  uintptr_t relro_lo, relro_hi; /* made read-only after relocation */
   bool wanted;
 } fn_module_t;
 typedef struct fn_modules {
@@ -110,6 +113,16 @@ typedef struct fn_modules {
   unsigned n;
 } fn_modules_t;
 FN_HIDDEN void fn_modules_list(fn_modules_t *ms);
+
+/* fn_patch.c: a stub (fn_stub.h) for fn at stub; returns where its body
+ * goes, which fn_stub_end closes with a jump to back. */
+FN_HIDDEN uint8_t *fn_stub_begin(uint8_t *stub, fn_func_t *fn);
+FN_HIDDEN void fn_stub_end(uint8_t *p, uintptr_t back);
+
+/* fn_got.c: the module's PLT slots bound to selected C library functions
+ * point to stubs (returns how many); put back at the end. */
+FN_HIDDEN unsigned fn_got_hook(const fn_module_t *m);
+FN_HIDDEN void fn_got_unhook(void);
 FN_HIDDEN void fn_unpatch_program(void);
 FN_HIDDEN bool fn_program_has_cyg_hooks(void);
 

@@ -15,12 +15,16 @@ static int fn_module_phdr(struct dl_phdr_info *info, size_t size, void *ctx) {
   if (ms->n == sizeof ms->m / sizeof ms->m[0])
     return 1;
   fn_module_t *m = &ms->m[ms->n];
-  *m = (fn_module_t){UINTPTR_MAX,     0,    info->dlpi_name ? info->dlpi_name : "", NULL,
-                     info->dlpi_addr, false};
+  *m = (fn_module_t){
+      .lo = UINTPTR_MAX, .name = info->dlpi_name ? info->dlpi_name : "", .base = info->dlpi_addr};
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type == PT_DYNAMIC)
       m->dynamic = (const void *)(info->dlpi_addr + ph->p_vaddr);
+    if (ph->p_type == PT_GNU_RELRO) {
+      m->relro_lo = info->dlpi_addr + ph->p_vaddr;
+      m->relro_hi = m->relro_lo + ph->p_memsz;
+    }
     if (ph->p_type != PT_LOAD)
       continue;
     uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;

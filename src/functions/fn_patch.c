@@ -144,8 +144,7 @@ static bool fn_is_endbr64(const uint8_t *p) {
  * using no register, as gcc's -fipa-ra may keep values in any
  * call-clobbered register across a call to a function it knows.  Returns
  * where the moved instructions go. */
-static uint8_t *fn_stub_begin(fn_func_t *fn) {
-  uint8_t *stub = fp.stubs + fp.stub_used;
+uint8_t *fn_stub_begin(uint8_t *stub, fn_func_t *fn) {
   stub[0] = 0xff, stub[1] = 0x15; /* call *[rip] */
   put_rel32(stub + 2, (uintptr_t)stub + FN_STUB_CALLED, (uintptr_t)stub + FN_STUB_DATA);
   stub[FN_STUB_CALLED] = 0xe8; /* call body */
@@ -161,7 +160,7 @@ static uint8_t *fn_stub_begin(fn_func_t *fn) {
   return stub + FN_STUB_BODY;
 }
 
-static void fn_stub_end(uint8_t *p, uintptr_t back) {
+void fn_stub_end(uint8_t *p, uintptr_t back) {
   static const uint8_t jmp_abs[6] = {0xff, 0x25, 0, 0, 0, 0};
   memcpy(p, jmp_abs, 6);
   put_u64(p + 6, (uint64_t)back);
@@ -184,7 +183,7 @@ static bool fn_stub_install(uintptr_t at) {
 static bool fn_patch_nop(uintptr_t at, fn_func_t *fn) {
   if (!fn_near(at + 5, (uintptr_t)(fp.stubs + fp.stub_used)))
     return false;
-  fn_stub_end(fn_stub_begin(fn), at + FN_PATCH_LEN);
+  fn_stub_end(fn_stub_begin(fp.stubs + fp.stub_used, fn), at + FN_PATCH_LEN);
   return fn_stub_install(at);
 }
 
@@ -309,7 +308,7 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
   }
   cs_free(insn, count);
   fn_stub_end(p, at + moved);
-  fn_stub_begin(fn);
+  fn_stub_begin(stub, fn);
   return fn_stub_install(at);
 }
 
@@ -494,7 +493,7 @@ static bool fn_patch_module(const fn_module_t *m, fn_patch_pass_t *pass, const c
   return true;
 }
 
-unsigned fn_patch_program(void) {
+unsigned fn_patch_program(bool program_entries) {
   fn_modules_t *ms = calloc(1, sizeof *ms);
   if (!ms)
     return 0;
@@ -511,8 +510,13 @@ unsigned fn_patch_program(void) {
     if (i > 0 && (!fn_cfg.has_select || !ms->m[i].wanted))
       continue;
     const char *module = NULL;
-    bool full = false;
-    bool ok = fn_patch_module(&ms->m[i], &pass, &module, &full);
+    bool full = true;
+    bool ok = (i == 0 && !program_entries) || fn_patch_module(&ms->m[i], &pass, &module, &full);
+    if (fn_cfg.has_select) { /* its calls into the C library */
+      unsigned hooked = fn_got_hook(&ms->m[i]);
+      pass.selected += hooked;
+      pass.patched += hooked;
+    }
     if (i == 0) {
       readable = ok;
       symtab = full;
@@ -524,6 +528,8 @@ unsigned fn_patch_program(void) {
   free(ms);
   free(fp.cands);
   fp.cands = NULL, fp.cands_cap = 0;
+  if (!program_entries) /* compiler hooks: the messages below are about patching it */
+    return pass.patched;
   if (!readable)
     xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
   else if (in_program.patched == 0 && !fn_cfg.has_select)

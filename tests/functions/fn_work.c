@@ -8,7 +8,8 @@
  *          when patched: tail_to reuses tail_from's return address; the
  *          compiler hooks' exit call keeps it a call), rare(-2..2): its
  *          block for negative x calls cold_note (2 calls), and gcc moves
- *          it out to "rare.cold", which is not a function entry
+ *          it out to "rare.cold", which is not a function entry;
+ *          getpid x 7 (the C library's)
  * longjmp: jumper -> deep1 -> deep2 -> longjmp back into jumper, then
  *          after_jump: deep1 and deep2 end inside jumper
  * exit:    exit_deep1 -> exit_deep2 -> exit(3) (status 3)
@@ -202,6 +203,8 @@ int main(int argc, char **argv) {
         return 1;
     for (int i = -2; i < 3; ++i)
       sink += (unsigned long)rare(i);
+    for (int i = 0; i < 7; ++i) /* the C library's, through the PLT */
+      sink += (unsigned long)getpid() & 1;
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();
