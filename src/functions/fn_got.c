@@ -35,12 +35,7 @@ static size_t got_n, got_cap;
 static bool fn_libc_module(const char *path) {
   static const char *const libc[] = {"libc.so",       "libm.so",  "libmvec.so",
                                      "libpthread.so", "libdl.so", "librt.so"};
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  for (size_t i = 0; i < sizeof libc / sizeof libc[0]; ++i)
-    if (strncmp(base, libc[i], strlen(libc[i])) == 0)
-      return true;
-  return false;
+  return fn_module_is(path, libc, sizeof libc / sizeof libc[0]);
 }
 
 static const char *fn_got_refusal(const char *name) {

@@ -113,6 +113,8 @@ typedef struct fn_modules {
   unsigned n;
 } fn_modules_t;
 FN_HIDDEN void fn_modules_list(fn_modules_t *ms);
+/* Whether path's file name starts with one of the prefixes. */
+FN_HIDDEN bool fn_module_is(const char *path, const char *const *prefixes, size_t n);
 
 /* fn_patch.c: a stub (fn_stub.h) for fn at stub; returns where its body
  * goes, which fn_stub_end closes with a jump to back. */

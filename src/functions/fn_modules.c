@@ -59,18 +59,20 @@ static const char *fn_basename(const char *path) {
  * their own frames, whose return addresses must stay real; the sampler
  * unwinds in its signal handler, which may interrupt the patching); ours,
  * the sanitizers' runtimes, the vDSO. */
+bool fn_module_is(const char *path, const char *const *prefixes, size_t n) {
+  const char *base = fn_basename(path);
+  for (size_t i = 0; i < n; ++i)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+      return true;
+  return false;
+}
+
 static bool fn_module_skipped(const char *path) {
   static const char *const skip[] = {
       "libc.so",    "ld-linux",    "libm.so",    "libmvec.so",  "libpthread.so", "libdl.so",
       "librt.so",   "libgcc_s.so", "libunwind",  "libxpti",     "libxptrace_",   "libasan.so",
       "libtsan.so", "libubsan.so", "liblsan.so", "libclang_rt", "linux-vdso",    "linux-gate"};
-  const char *base = fn_basename(path);
-  if (!*base)
-    return true;
-  for (size_t i = 0; i < sizeof skip / sizeof skip[0]; ++i)
-    if (strncmp(base, skip[i], strlen(skip[i])) == 0)
-      return true;
-  return false;
+  return !*fn_basename(path) || fn_module_is(path, skip, sizeof skip / sizeof skip[0]);
 }
 
 /* The module a DT_NEEDED name names: by file name, else by DT_SONAME. */

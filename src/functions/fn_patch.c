@@ -65,7 +65,7 @@ static struct {
   size_t ncands, cands_cap;
   uint8_t *stubs;
   size_t stub_used, stub_cap;
-  uintptr_t lo, hi; /* the program's mapped range */
+  uintptr_t lo, hi; /* the mapped range of the module being patched */
   csh cs;
   bool cs_open;
 } fp;
