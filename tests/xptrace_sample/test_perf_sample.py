@@ -91,6 +91,22 @@ elif mode == "plugin":
     mod = rows.get("plugin_spin", {}).get("module")
     c.check(mod == os.path.basename(plugin), f"plugin_spin module {mod}")
     c.check(complete(st) >= 99, f"plugin stacks not complete: {st}")
+elif mode == "early":
+    # A sample in ld.so's start-up, before libc is mapped, must not cut the
+    # later stacks (a reused unwinder state did: every later stack stopped
+    # at the first module reported after it). A high rate makes one likely.
+    for attempt in range(6):
+        name = f"e{attempt}"
+        rc, out, err = xp("sample", "-f", "20000", "-o", name, "--", work, "plugin", plugin)
+        raw = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+        early = sum(k for f, k in raw if "_dl_start" in f)
+        if early:
+            break
+    c.check(rc == 0, f"exit {rc}: {err}")
+    c.check(early > 0, f"no sample in ld.so's start-up in 6 runs at 20 kHz: {raw}")
+    later = [(f, k) for f, k in raw if "_dl_start" not in f]
+    print(f"{early} start-up sample(s), {complete(later):.2f}% of {total(later)} later stacks complete")
+    c.check(total(later) >= 100 and complete(later) >= 99, f"stacks after a start-up sample cut: {later}")
 elif mode == "nosym":
     # A stripped plugin whose hot function is local (no symbol left):
     # module+0xoffset, the offset inside that function in the file.

@@ -125,13 +125,16 @@ static void map_push(uproc_t *p, uint64_t start, uint64_t end, uint64_t pgoff, c
     else
       p->maps[k++] = p->maps[i];
   }
+  /* Anonymous code (a JIT's) changes no module: no new Dwfl for it. */
+  p->dirty |= k < p->nmaps;
   p->nmaps = k;
-  p->dirty = true;
   if (path[0] != '/' || !grow(&p->maps, &p->capmaps, p->nmaps, sizeof *p->maps))
     return;
   char *copy = strdup(path);
-  if (copy)
+  if (copy) {
     p->maps[p->nmaps++] = (umap_t){start, end, pgoff, copy};
+    p->dirty = true;
+  }
 }
 
 void unw_mapping(unw_t *u, pid_t pid, uint64_t start, uint64_t end, uint64_t pgoff, const char *path) {
@@ -195,9 +198,15 @@ static const elfinfo_t *elf_info(unw_t *u, const char *path) {
   return e;
 }
 
-/* Report every live file mapping as a module at its load bias. */
+/* Report every live file mapping as a module at its load bias, to a new
+ * Dwfl: one that was attached and unwound through, then given more modules
+ * by another report, unwinds through none of the new ones (elfutils 0.188:
+ * one sample in ld.so's start-up cut every later stack at libc). */
 static void report(unw_t *u, uproc_t *p) {
-  if (!p->dwfl && !(p->dwfl = dwfl_begin(&callbacks)))
+  if (p->dwfl)
+    dwfl_end(p->dwfl);
+  p->attached = false;
+  if (!(p->dwfl = dwfl_begin(&callbacks)))
     return;
   dwfl_report_begin(p->dwfl);
   for (size_t i = 0; i < p->nmaps; ++i) {
