@@ -107,6 +107,24 @@ elif mode == "early":
     later = [(f, k) for f, k in raw if "_dl_start" not in f]
     print(f"{early} start-up sample(s), {complete(later):.2f}% of {total(later)} later stacks complete")
     c.check(total(later) >= 100 and complete(later) >= 99, f"stacks after a start-up sample cut: {later}")
+    # The same with a real program: python3 samples, then imports extension
+    # modules (dlopen), then samples in them (about half its stacks were cut).
+    py = shutil.which("python3", path="/usr/bin:/bin")
+    if py:
+        script = os.path.join(scratch, "imports.py")
+        with open(script, "w") as f:
+            f.write("import time\n"
+                    "def spin(t):\n"
+                    "    e = time.process_time() + t\n"
+                    "    while time.process_time() < e: pass\n"
+                    "spin(0.3)\n"
+                    "import decimal, json, sqlite3, hashlib, zlib\n"
+                    "spin(0.3)\n")
+        rc, out, err = xp("sample", "-f", "1000", "-o", "py", "--", py, script)
+        st = [(f, k) for f, k in read_folded(os.path.join(scratch, "py", "samples.folded")) or []
+              if "_dl_start" not in f]
+        print(f"python3: {complete(st):.1f}% of {total(st)} stacks complete")
+        c.check(rc == 0 and total(st) >= 50 and complete(st) >= 97, f"python3 imports: {err} {st}")
 elif mode == "nosym":
     # A stripped plugin whose hot function is local (no symbol left):
     # module+0xoffset, the offset inside that function in the file.
