@@ -29,9 +29,10 @@ static bool fn_dwfl_report(void) {
   return true;
 }
 
-/* What libdw holds (the files it read, and a debuginfod client it starts
- * for a module without symbols even when no server is named: a socket
- * pair at the lowest free descriptors) goes once patching is done. */
+/* What libdw holds (the files it read, and the debuginfod client it
+ * starts for a module without symbols when DEBUGINFOD_URLS names a
+ * server: a socket pair at the lowest free descriptors) goes once
+ * patching is done. */
 void fn_names_release(void) {
   if (fn_dwfl)
     dwfl_end(fn_dwfl);
@@ -69,7 +70,7 @@ int fn_each_function(uintptr_t in_module, fn_each_cb_t each, void *arg, const ch
     return -1;
   /* libdw's best table: the file's .symtab, else that of a separate debug
    * file (build id under /usr/lib/debug, a debug link, debuginfod when
-   * DEBUGINFOD_URLS is set), else .dynsym. */
+   * DEBUGINFOD_URLS names a server: xsym_proc.h), else .dynsym. */
   int n = dwfl_module_getsymtab(m);
   const char *debug = NULL;
   *module = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, &debug);

@@ -3,9 +3,10 @@ mode of xptrace (collectors, function tracing, the timer sampler, causal
 profiling), the descriptors fd_probe sees below the floor of
 src/common/xpt_fd.h are those it has without xptrace, and its first
 open() gets the same number; what we hold (recordings, libunwind's pipe)
-is above.  Function tracing also runs on a stripped copy of the probe:
-libdw, looking for its symbols, starts a debuginfod client (a socket
-pair) even with no server named.
+is above.  Function tracing also runs on stripped copies of the probe,
+patched before main and with compiler hooks (fd_probe_cyg beside it,
+named while it runs): libdw, looking for their symbols, would start a
+debuginfod client (libcurl, a socket pair) even with no server named.
 
 usage: test_fds.py XPTRACE FD_PROBE SCRATCH MODE..."""
 import os
@@ -60,6 +61,7 @@ runs = {
     "text": ["run", "-c", "perfetto,stats,text"],
     "functions": ["run", "--functions", "probe_spin", "-c", "perfetto"],
     "functions-stripped": ["run", "--functions", "probe_spin", "-c", "perfetto"],
+    "functions-cyg-stripped": ["run", "--functions", "-c", "perfetto"],
     "run-sample": ["run", "--sample", "-c", "perfetto"],
     "timer": ["sample", "--method", "timer", "-f", "1000"],
     "causal": ["causal"],
@@ -67,9 +69,10 @@ runs = {
 for mode in modes:
     args = runs[mode]
     prog = probe
-    if mode == "functions-stripped":
-        prog = os.path.join(scratch, "fd_probe_stripped")
-        subprocess.run(["objcopy", "--strip-all", probe, prog], check=True)
+    if mode in ("functions-stripped", "functions-cyg-stripped"):
+        src = probe + "_cyg" if mode == "functions-cyg-stripped" else probe
+        prog = os.path.join(scratch, os.path.basename(src) + "_stripped")
+        subprocess.run(["objcopy", "--strip-all", src, prog], check=True)
     first, fds, err = seen([xptrace] + args + ["-o", f"out-{mode}", "--", prog], mode)
     low = {n: t for n, t in fds.items() if n < high}
     if first != want_first:
@@ -80,7 +83,8 @@ for mode in modes:
     print(f"{mode}: ours above {high}: {sorted(ours.values())}")
     # The mode really held something (else the test proves nothing).
     held = {"run": "events.xprec", "text": "text.log", "functions": "events.xprec",
-            "functions-stripped": "events.xprec", "run-sample": "samples.xsamp",
+            "functions-stripped": "events.xprec", "functions-cyg-stripped": "events.xprec",
+            "run-sample": "samples.xsamp",
             "timer": "samples.xsamp", "causal": ".coz"}[mode]
     if not any(t.endswith(held) for t in ours.values()):
         fail(f"{mode}: nothing of ours held above {high} ({held}): {ours} {err}")
