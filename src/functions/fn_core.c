@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <xptrace/xptrace_protocol.h>
 
@@ -40,6 +41,9 @@ static uint16_t fn_timed_type; /* --min-duration: the xptrace timed slice */
 static pthread_key_t fn_key;
 
 static __thread fn_thread_t *fn_tls __attribute__((tls_model("initial-exec")));
+/* The trace collector's direct appends (fn_rec_begin), when it is the
+ * stream's one listener at start; written before fn_live. */
+static const struct xpt_rec_direct *fn_rec;
 
 /* ---- functions by address -------------------------------------------------- */
 
@@ -103,6 +107,8 @@ static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
     }
   }
   f->event = fn_selected(name) ? fn_make_event(name, module, offset, addr) : NULL;
+  uint64_t uid = f->event ? f->event->unique_id : 0;
+  f->word = uid && uid <= XPT_REC_COMPACT_UID_MAX ? uid | (uint64_t)fn_stream << 56 : 0;
   atomic_store_explicit(&f->addr, addr, memory_order_release);
   return f;
 }
@@ -132,12 +138,12 @@ static uint64_t fn_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void fn_end_frame(fn_frame_t *fr, uint64_t now);
+static void fn_end_frame(fn_thread_t *t, fn_frame_t *fr, uint64_t now);
 
 static void fn_thread_end_all(fn_thread_t *t) {
   uint64_t now = fn_cfg.min_duration ? fn_now() : 0;
   while (t->depth > 0)
-    fn_end_frame(&t->frames[--t->depth], now);
+    fn_end_frame(t, &t->frames[--t->depth], now);
   t->recorded = 0;
   t->overflow = 0;
 }
@@ -165,6 +171,7 @@ static fn_thread_t *fn_thread_new(void) {
   if (p == MAP_FAILED)
     return NULL;
   fn_thread_t *t = p;
+  t->wslot = fn_rec ? fn_rec->slot() : NULL;
   fn_tls = t;
   pthread_setspecific(fn_key, t);
   return t;
@@ -191,15 +198,80 @@ static _Atomic bool *fn_enabled;
 static _Atomic(xpti_stream_callback_api_t) fn_direct_listener; /* written before fn_live */
 static _Atomic(xptrace_try_record_t) fn_direct_try;
 
-static inline __attribute__((always_inline)) FN_GPR bool
-fn_direct(uint16_t type, const xpti_trace_event_data_t *event) {
+/* Tracing is on and the collector found at start is the stream's one
+ * listener. */
+static inline __attribute__((always_inline)) FN_GPR bool fn_direct_ok(void) {
   _Atomic(xpti_stream_callback_api_t) *sole = fn_sole;
   if (!sole || !atomic_load_explicit(fn_enabled, memory_order_relaxed))
     return false;
   xpti_stream_callback_api_t now = atomic_load_explicit(sole, memory_order_acquire);
-  if (!now || now != atomic_load_explicit(&fn_direct_listener, memory_order_relaxed))
+  return now && now == atomic_load_explicit(&fn_direct_listener, memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) FN_GPR bool
+fn_direct(uint16_t type, const xpti_trace_event_data_t *event) {
+  if (!fn_direct_ok())
     return false;
   return atomic_load_explicit(&fn_direct_try, memory_order_relaxed)(fn_stream, type, event);
+}
+
+/* A call's begin appended by us to the collector's chunk, under its rules
+ * (src/trace/xpt_rec_writer.h): the nesting is the shadow stack's, so
+ * the collector's type classes and nesting bits are not needed.  false:
+ * nothing changed, and the begin takes the ordinary way (the collector
+ * describes the function, takes the next chunk or drops), its end too. */
+static inline __attribute__((always_inline)) FN_GPR bool fn_rec_begin(fn_thread_t *t,
+                                                                      const fn_func_t *fn) {
+  uint64_t word = fn->word;
+  if (!word || !t->wslot || !fn_direct_ok() ||
+      !atomic_load_explicit(fn_rec->open, memory_order_relaxed))
+    return false;
+  struct xpt_rec_writer *w = *t->wslot;
+  if (!w || w->busy)
+    return false;
+  w->busy = true; /* before off is read: a handler's record would go there */
+  atomic_signal_fence(memory_order_seq_cst);
+  uint64_t uid = word & XPT_REC_COMPACT_UID_MAX;
+  uint32_t off = w->off, hold = w->hold;
+  bool ok = w->seen[XPT_REC_SEEN_SLOT(uid)] == uid && hold < fn_rec->hold_limit &&
+            w->cap - off >= 2 * XPT_REC_COMPACT_SIZE + hold;
+  if (__builtin_expect(ok, 1)) {
+    uint64_t rec[2] = {__rdtsc() | XPT_REC_COMPACT_BIT,
+                       word | (uint64_t)XPTI_TRACE_FUNCTION_BEGIN << 40};
+    memcpy(w->data + off, rec, sizeof rec);
+    w->off = off + XPT_REC_COMPACT_SIZE;
+    w->hold = hold + XPT_REC_COMPACT_SIZE; /* its end's room */
+    atomic_store_explicit(&w->cur->committed, off + XPT_REC_COMPACT_SIZE, memory_order_release);
+    t->w = w;
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  w->busy = false;
+  return ok;
+}
+
+/* The end of a call whose begin fn_rec_begin appended: in the room its
+ * begin held.  false (the thread's collector state ended or was replaced
+ * meanwhile): the end takes the ordinary way. */
+static inline __attribute__((always_inline)) FN_GPR bool fn_rec_end(fn_thread_t *t,
+                                                                    const fn_func_t *fn) {
+  struct xpt_rec_writer *w = *t->wslot;
+  if (!w || w != t->w || w->busy)
+    return false;
+  w->busy = true;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t off = w->off, hold = w->hold;
+  bool ok = w->cap - off >= XPT_REC_COMPACT_SIZE;
+  if (__builtin_expect(ok, 1)) {
+    uint64_t rec[2] = {__rdtsc() | XPT_REC_COMPACT_BIT,
+                       fn->word | (uint64_t)XPTI_TRACE_FUNCTION_END << 40};
+    memcpy(w->data + off, rec, sizeof rec);
+    w->off = off + XPT_REC_COMPACT_SIZE;
+    w->hold = hold >= XPT_REC_COMPACT_SIZE ? hold - XPT_REC_COMPACT_SIZE : 0;
+    atomic_store_explicit(&w->cur->committed, off + XPT_REC_COMPACT_SIZE, memory_order_release);
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  w->busy = false;
+  return ok;
 }
 
 static void fn_direct_find(void) {
@@ -229,6 +301,14 @@ static void fn_direct_find(void) {
       fn_enabled = (void *)enabled_word();
       fn_sole = sole;
     }
+    void *rec_sym = try_record ? dlsym(lib, "xptraceRecordDirect") : NULL;
+    if (rec_sym) {
+      const struct xpt_rec_direct *(*rec_for)(xpti_stream_callback_api_t);
+      memcpy(&rec_for, &rec_sym, sizeof rec_sym);
+      const struct xpt_rec_direct *rec = rec_for(listener);
+      if (rec && rec->version == XPT_REC_DIRECT_VERSION)
+        fn_rec = rec;
+    }
   }
   if (lib)
     dlclose(lib);
@@ -244,12 +324,13 @@ static inline void fn_notify(uint16_t type, xpti_trace_event_data_t *event) {
 
 /* ---- begin and end ------------------------------------------------------------- */
 
-static void fn_end_frame(fn_frame_t *fr, uint64_t now) {
-  if (!fr->recorded)
+static void fn_end_frame(fn_thread_t *t, fn_frame_t *fr, uint64_t now) {
+  if (!fr->recorded || fr->forked)
     return;
   xpti_trace_event_data_t *ev = fr->fn->event;
   if (!fn_cfg.min_duration) {
-    fn_notify(XPTI_TRACE_FUNCTION_END, ev);
+    if (!fr->direct || !fn_rec_end(t, fr->fn))
+      fn_notify(XPTI_TRACE_FUNCTION_END, ev);
     return;
   }
   if (now - fr->t0 < fn_cfg.min_duration)
@@ -275,7 +356,7 @@ static inline void fn_pop_dead(fn_thread_t *t, uintptr_t sp, bool inclusive) {
          (inclusive ? t->frames[t->depth - 1].sp <= sp : t->frames[t->depth - 1].sp < sp)) {
     fn_frame_t *fr = &t->frames[--t->depth];
     t->recorded -= fr->recorded;
-    fn_end_frame(fr, now);
+    fn_end_frame(t, fr, now);
   }
   t->overflow = 0;
 }
@@ -289,12 +370,17 @@ static inline fn_frame_t *fn_push(fn_thread_t *t, fn_func_t *fn, uintptr_t sp) {
   fr->fn = fn;
   fr->ret = 0;
   fr->recorded = 0;
+  fr->direct = 0;
+  fr->forked = 0;
   if (t->recorded < fn_cfg.depth) {
     fr->recorded = 1;
     ++t->recorded;
-    if (!fn_cfg.min_duration)
-      fn_notify(XPTI_TRACE_FUNCTION_BEGIN, fn->event);
-    else
+    if (!fn_cfg.min_duration) {
+      if (fn_rec_begin(t, fn))
+        fr->direct = 1;
+      else
+        fn_notify(XPTI_TRACE_FUNCTION_BEGIN, fn->event);
+    } else
       fr->t0 = fn_now();
   }
   return fr;
@@ -303,7 +389,7 @@ static inline fn_frame_t *fn_push(fn_thread_t *t, fn_func_t *fn, uintptr_t sp) {
 static inline void fn_pop(fn_thread_t *t) {
   fn_frame_t *fr = &t->frames[--t->depth];
   t->recorded -= fr->recorded;
-  fn_end_frame(fr, fn_cfg.min_duration ? fn_now() : 0);
+  fn_end_frame(t, fr, fn_cfg.min_duration ? fn_now() : 0);
 }
 
 /* ---- compiler hooks (-finstrument-functions) ----------------------------------- */
@@ -340,14 +426,66 @@ void fn_exit_cyg(uintptr_t addr, uintptr_t sp) {
   --t->busy;
 }
 
+/* The hooks' common case whole, inline: a function seen before found in
+ * its home slot, no frame to end first, appended directly.  Anything else
+ * (or nothing to record) goes to the general functions above, which start
+ * from the beginning. */
 FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
   (void)call_site;
-  fn_enter_cyg((uintptr_t)this_fn, (uintptr_t)__builtin_frame_address(0) + 16);
+  uintptr_t addr = (uintptr_t)this_fn, sp = (uintptr_t)__builtin_frame_address(0) + 16;
+  fn_thread_t *t = fn_tls;
+  fn_func_t *f = &fn_map[fn_hash(addr)];
+  if (__builtin_expect(t && !t->busy && t->depth < FN_MAX_DEPTH && t->overflow == 0 &&
+                           (t->depth == 0 || t->frames[t->depth - 1].sp > sp) &&
+                           atomic_load_explicit(&f->addr, memory_order_acquire) == addr &&
+                           t->recorded < fn_cfg.depth && !fn_cfg.min_duration,
+                       1)) {
+    if (!f->event)
+      return; /* not selected */
+    ++t->busy;
+    atomic_signal_fence(memory_order_seq_cst);
+    bool done = fn_rec_begin(t, f);
+    if (done) {
+      fn_frame_t *fr = &t->frames[t->depth];
+      fr->sp = sp;
+      fr->fn = f;
+      fr->ret = 0;
+      fr->recorded = 1;
+      fr->direct = 1;
+      fr->forked = 0;
+      ++t->recorded;
+      ++t->depth;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    --t->busy;
+    if (done)
+      return;
+  }
+  fn_enter_cyg(addr, sp);
 }
 
 FN_API void __cyg_profile_func_exit(void *this_fn, void *call_site) {
   (void)call_site;
-  fn_exit_cyg((uintptr_t)this_fn, (uintptr_t)__builtin_frame_address(0) + 16);
+  uintptr_t addr = (uintptr_t)this_fn, sp = (uintptr_t)__builtin_frame_address(0) + 16;
+  fn_thread_t *t = fn_tls;
+  if (__builtin_expect(t && !t->busy && t->overflow == 0 && t->depth > 0, 1)) {
+    fn_frame_t *fr = &t->frames[t->depth - 1];
+    if (fr->sp >= sp && fr->direct && !fr->forked &&
+        atomic_load_explicit(&fr->fn->addr, memory_order_relaxed) == addr) {
+      ++t->busy;
+      atomic_signal_fence(memory_order_seq_cst);
+      bool done = fn_rec_end(t, fr->fn);
+      if (done) {
+        --t->recorded;
+        --t->depth;
+      }
+      atomic_signal_fence(memory_order_seq_cst);
+      --t->busy;
+      if (done)
+        return;
+    }
+  }
+  fn_exit_cyg(addr, sp);
 }
 
 /* ---- patched entries (fn_tramp.S calls these) ---------------------------------- */
@@ -364,10 +502,11 @@ FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
   /* A tail call (its slot already ours) or frames to end first: general. */
   if (t->depth > 0 && t->frames[t->depth - 1].sp <= (uintptr_t)slot)
     return 0;
-  bool record = t->recorded < fn_cfg.depth;
+  bool record = t->recorded < fn_cfg.depth, direct = false;
   ++t->busy;
   atomic_signal_fence(memory_order_seq_cst);
-  if (record && !fn_direct(XPTI_TRACE_FUNCTION_BEGIN, fn->event)) {
+  if (record && !(direct = fn_rec_begin(t, fn)) &&
+      !fn_direct(XPTI_TRACE_FUNCTION_BEGIN, fn->event)) {
     atomic_signal_fence(memory_order_seq_cst);
     --t->busy;
     return 0;
@@ -377,6 +516,8 @@ FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
   fr->fn = fn;
   fr->ret = ret;
   fr->recorded = record;
+  fr->direct = direct;
+  fr->forked = 0;
   t->recorded += record;
   ++t->depth;
   t->hijacked = true; /* the stub's call puts fn->landing in the slot */
@@ -395,7 +536,8 @@ FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot) {
     return 0;
   ++t->busy;
   atomic_signal_fence(memory_order_seq_cst);
-  if (fr->recorded && !fn_direct(XPTI_TRACE_FUNCTION_END, fr->fn->event)) {
+  if (fr->recorded && !fr->forked &&
+      !(fr->direct ? fn_rec_end(t, fr->fn) : fn_direct(XPTI_TRACE_FUNCTION_END, fr->fn->event))) {
     atomic_signal_fence(memory_order_seq_cst);
     --t->busy;
     return 0;
@@ -576,6 +718,20 @@ FN_API void exit(int status) {
   _exit(status); /* no exit to call: cannot happen with a C library loaded */
 }
 
+/* A forked child: the calls open at the fork began in the parent's
+ * trace.  Those appended directly have no begin in the child's recording
+ * and hold no room there: their ends are not recorded (the collector
+ * judges those that went the ordinary way, as every slice open at a
+ * fork). */
+static void fn_fork_child(void) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t == &fn_thread_ended)
+    return;
+  for (uint32_t i = 0; i < t->depth; ++i)
+    t->frames[i].forked = t->frames[i].direct;
+  t->w = NULL;
+}
+
 __attribute__((constructor(200))) static void fn_start(void) {
   fn_thread_ended.busy = 1;
   fn_settings_read();
@@ -595,6 +751,7 @@ __attribute__((constructor(200))) static void fn_start(void) {
     }
   }
   atexit(fn_at_exit);
+  pthread_atfork(NULL, NULL, fn_fork_child);
   atomic_store(&fn_live, true);
   bool cyg = fn_program_has_cyg_hooks();
   if (!cyg || fn_cfg.has_select) {

@@ -13,6 +13,7 @@
 #include <xpti/xpti_trace_framework.h>
 
 #include "fn_config.h"
+#include "xpt_rec_writer.h"
 
 #define FN_HIDDEN __attribute__((visibility("hidden")))
 /* The trampolines' fast path: general-purpose registers only (see
@@ -24,6 +25,7 @@
 typedef struct fn_func {
   _Atomic uintptr_t addr; /* 0: free slot; published last */
   xpti_trace_event_data_t *event;
+  uint64_t word; /* its records' second word less the type (xpt_rec.h); 0: none */
   uintptr_t landing; /* patched: where its calls return to (fn_stub.h); else 0 */
 } fn_func_t;
 
@@ -35,8 +37,10 @@ typedef struct fn_frame {
   uintptr_t sp;
   fn_func_t *fn;
   uintptr_t ret;    /* patched entries: the hijacked return address (0: none) */
-  uint64_t t0 : 63; /* --min-duration: start, CLOCK_MONOTONIC ns */
+  uint64_t t0 : 61; /* --min-duration: start, CLOCK_MONOTONIC ns */
   uint64_t recorded : 1;
+  uint64_t direct : 1; /* its begin went into the collector's chunk (fn_rec_begin) */
+  uint64_t forked : 1; /* begun in the parent of this forked child: no end here */
 } fn_frame_t;
 
 typedef struct fn_thread {
@@ -45,6 +49,10 @@ typedef struct fn_thread {
   uint32_t recorded; /* recorded frames on the stack (for --depth) */
   int busy;          /* in a hook: a nested hook (signal handler) records nothing */
   bool hijacked;     /* some frame's return address is ours */
+  /* The trace collector's writer slot of this thread (NULL: none), and
+   * the writer its direct begins went to. */
+  struct xpt_rec_writer *const *wslot;
+  struct xpt_rec_writer *w;
   fn_frame_t frames[FN_MAX_DEPTH];
 } fn_thread_t;
 

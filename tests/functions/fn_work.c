@@ -17,7 +17,12 @@
  * threads: 4 threads, each worker -> leaf x 250
  * signals: signal_loop -> leaf x 20000 while a timer's signal, every
  *          10 us, runs in_handler on this thread: its calls that land in
- *          a hook are not recorded (at least one is); the rest exact */
+ *          a hook are not recorded (at least one is); the rest exact
+ * deep:    deep_loop -> descend 300 deep, 50 times (15,000 slices): more
+ *          open calls than a small chunk holds the ends of
+ * fork:    forker forks inside its call; the child runs loop_leaf (1000
+ *          leaf) and returns through forker and main, which it did not
+ *          begin; the parent waits for it */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -190,6 +196,30 @@ NOINLINE void run_signals(void) {
   signal(SIGRTMIN, SIG_IGN);
 }
 
+NOINLINE int descend(int n) {
+  int r = n > 1 ? descend(n - 1) + 1 : 1;
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+NOINLINE void deep_loop(void) {
+  for (int i = 0; i < 50; ++i)
+    if (descend(300) != 300)
+      abort();
+}
+
+NOINLINE void forker(void) {
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    loop_leaf(1000);
+    return; /* through forker and main: begun in the parent */
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || status != 0)
+    abort();
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   int all = strcmp(mode, "all") == 0;
@@ -225,6 +255,10 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "signals") == 0)
     run_signals();
+  if (strcmp(mode, "deep") == 0)
+    deep_loop();
+  if (strcmp(mode, "fork") == 0)
+    forker();
   printf("fn_work %s done\n", mode);
   if (all || strcmp(mode, "exit") == 0)
     exit_deep1();

@@ -80,6 +80,12 @@ SCENARIOS = {
     # A timer's signal every 10 us on the tracing thread, its handler traced.
     "signals": ("signals", [], {"main": 1, "run_signals": 1, "signal_loop": 1, "leaf": 20000},
                 0, 1),
+    # 302 calls open at once, 50 times; then again in a buffer whose
+    # chunks hold the ends of fewer (see deep_small).
+    "deep": ("deep", [], {"main": 1, "deep_loop": 1, "descend": 15000}, 0, 1),
+    # A fork inside forker: the child's returns through forker and main
+    # are not slices of the child (begun in the parent); two processes.
+    "fork": ("fork", [], {"main": 1, "forker": 1, "loop_leaf": 1, "leaf": 1000}, 0, 2),
 }
 # Functions whose count is not fixed: a handler's calls that interrupt a
 # hook are not recorded (by design: nothing of ours is reentered), so at
@@ -293,8 +299,16 @@ def main():
             fail("unexpected message from the library")
 
     mins = scenario == "minimum"
-    with open(os.path.join(process_dir(out), "stats.csv"), newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["stream"] == "xptrace.functions"]
+    if scenario == "fork":  # a folder per process: their rows together
+        stats = glob.glob(os.path.join(out, "*", "stats.csv"))
+        if len(stats) != 2:
+            fail("expected two process folders, found %r" % stats)
+    else:
+        stats = [os.path.join(process_dir(out), "stats.csv")]
+    rows = []
+    for path in stats:
+        with open(path, newline="") as f:
+            rows += [r for r in csv.DictReader(f) if r["stream"] == "xptrace.functions"]
     got, extra = {}, 0
     for r in rows:
         if r["name"].startswith(("_sub_I_", "_sub_D_")):
@@ -344,8 +358,36 @@ def main():
     print(run.stderr)
     if run.returncode != status or run.stdout != alone.stdout:
         fail("direct: status %d, output %r" % (run.returncode, run.stdout))
+    if "dropped" in run.stderr:
+        fail("direct: events dropped")
     check_trace(os.path.join(direct, "trace.perfetto-trace"))
+    if scenario == "deep":
+        deep_small(cmd, checker, proto, scratch, sum(expect.values()) + extra)
     print("test_functions: OK")
+
+
+def deep_small(cmd, checker, proto, scratch, slices):
+    """The deep scenario in 8 KiB chunks (a 1 MiB buffer): the ends of
+    at most 127 open calls are held by function tracing's own appends, of
+    128 more by the collector's nesting, and deeper calls are dropped with
+    their ends.  Every half of every slice is either in the trace or
+    counted as dropped, and what is there is properly nested."""
+    small = os.path.join(scratch, "small")
+    cmd = list(cmd)
+    cmd[cmd.index(os.path.join(scratch, "direct"))] = small
+    cmd[cmd.index("--buffer-size") + 1] = "1M"
+    cmd[cmd.index("--buffer-policy") + 1] = "flush"
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print(" ".join(cmd))
+    print(run.stderr)
+    if run.returncode != 0 or "dropped" not in run.stderr:
+        fail("small chunks: status %d, no drop reported" % run.returncode)
+    check = [sys.executable, checker, "proto", proto, os.path.join(small, "trace.perfetto-trace"),
+             "--threads", "1", "--total", str(2 * slices), "--min-dropped", "1"]
+    r = subprocess.run(check, capture_output=True, text=True, timeout=60)
+    print(r.stdout)
+    if r.returncode != 0:
+        fail("trace check of the small chunks' trace")
 
 
 main()

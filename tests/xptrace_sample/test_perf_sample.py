@@ -239,7 +239,9 @@ elif mode == "short":
     want = 100.0 * cl / (cl + cs)
     print(f"long {lng:.1f}% short {sht:.1f}% (CPU time: {want:.1f}/{100 - want:.1f})")
     c.check(len(cpu) == 5, f"no CPU times printed: {out}")
-    c.check(abs(lng - want) <= 5 and abs(sht - (100 - want)) <= 5, f"long {lng:.1f}% short {sht:.1f}%")
+    # +- 8: on a 2-vCPU guest with software cpu-clock events only (no PMU),
+    # ~1,100 samples split 45/55 either way between runs (8 runs, 2026-11-27).
+    c.check(abs(lng - want) <= 8 and abs(sht - (100 - want)) <= 8, f"long {lng:.1f}% short {sht:.1f}%")
     threads = {f[0] for f, _ in st}
     c.check(len(threads) >= 400, f"{len(threads)} threads sampled of 501")
 elif mode == "sigint":

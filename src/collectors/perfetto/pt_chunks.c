@@ -125,7 +125,7 @@ static uint64_t pt_chunk_steal(struct pt_rthread *self) {
       best_gen = pt_rec.chunk_gen[i];
     }
   }
-  if (best == UINT64_MAX && self->cur && self->own)
+  if (best == UINT64_MAX && self->w.cur && self->own)
     best = self->cur_index; /* every thread holds one chunk: start its own again */
   if (best != UINT64_MAX) {
     pt_owner_lose(pt_rec.owner[best]);
@@ -216,9 +216,9 @@ static void pt_segment_open(struct pt_rthread *t) {
                           0,
                           XPT_REC_THREAD,
                           len};
-  pt_append(t->data, t->off, &r, name, len, NULL, 0, NULL, 0); /* signals are blocked */
-  t->off += xpt_rec_size(len);
-  atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+  pt_append(t->w.data, t->w.off, &r, name, len, NULL, 0, NULL, 0); /* signals are blocked */
+  t->w.off += xpt_rec_size(len);
+  atomic_store_explicit(&t->w.cur->committed, t->w.off, memory_order_release);
 }
 
 /* t's next chunk; false when none can be had (the event is dropped).
@@ -235,16 +235,16 @@ static bool pt_next_chunk_unblocked(struct pt_rthread *t) {
   pt_chunk_start(c, XPT_REC_CHUNK_EVENTS);
   if (t->prev)
     pt_chunk_seal(t->prev);
-  t->prev = t->cur;
+  t->prev = t->w.cur;
   pt_ring_own(t, index);
   if (t->own_desc) {
-    memset(t->seen, 0xff, sizeof t->seen);
+    memset(t->w.seen, 0xff, sizeof t->w.seen);
     t->own_desc = false;
   }
-  t->cur = c;
-  t->data = (uint8_t *)(c + 1);
-  t->cap = pt_chunk_size - (uint32_t)sizeof *c;
-  t->off = 0;
+  t->w.cur = c;
+  t->w.data = (uint8_t *)(c + 1);
+  t->w.cap = pt_chunk_size - (uint32_t)sizeof *c;
+  t->w.off = 0;
   pt_segment_open(t);
   return true;
 }
@@ -262,12 +262,12 @@ bool pt_next_chunk(struct pt_rthread *t) {
  * handler recording on this thread meanwhile appends after it. */
 uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, uint32_t keep,
                     struct xpt_rec_chunk **chunk, uint32_t *end) {
-  if (t->cap - t->off < size + keep && (!pt_next_chunk(t) || t->cap - t->off < size + keep))
+  if (t->w.cap - t->w.off < size + keep && (!pt_next_chunk(t) || t->w.cap - t->w.off < size + keep))
     return NULL;
-  uint8_t *p = t->data + t->off;
-  *chunk = t->cur;
-  t->off += size;
-  *end = t->off;
+  uint8_t *p = t->w.data + t->w.off;
+  *chunk = t->w.cur;
+  t->w.off += size;
+  *end = t->w.off;
   atomic_signal_fence(memory_order_seq_cst);
   return p;
 }
@@ -277,8 +277,8 @@ uint8_t *pt_reserve(struct pt_rthread *t, uint32_t size, uint32_t keep,
  * handler has moved on from, up to this record unless it went further. */
 void pt_commit(struct pt_rthread *t, struct xpt_rec_chunk *c, uint32_t end) {
   atomic_signal_fence(memory_order_seq_cst);
-  if (__builtin_expect(c == t->cur, 1))
-    end = t->off;
+  if (__builtin_expect(c == t->w.cur, 1))
+    end = t->w.off;
   else if (end <= atomic_load_explicit(&c->committed, memory_order_relaxed))
     return;
   atomic_store_explicit(&c->committed, end, memory_order_release);
@@ -300,7 +300,7 @@ static struct pt_rthread *pt_thread_new_unblocked(void) {
     if (m == MAP_FAILED)
       return NULL;
     t = m;
-    memset(t->seen, 0xff, sizeof t->seen);
+    memset(t->w.seen, 0xff, sizeof t->w.seen);
     struct pt_rthread *head = atomic_load_explicit(&pt_all, memory_order_relaxed);
     do
       t->next_all = head;
@@ -311,13 +311,13 @@ static struct pt_rthread *pt_thread_new_unblocked(void) {
   t->stamp = xptraceThreadStamp();
   t->segment = 0;
   t->next_free = NULL;
-  t->depth = t->hold = 0; /* the ended thread's open slices are not ours */
+  t->depth = t->w.hold = 0; /* the ended thread's open slices are not ours */
   if (pt_policy == XPT_REC_RING && !(t->own = pt_owner_new()))
     return NULL;
-  if (t->cur && t->cap - t->off >= xpt_rec_size(16))
+  if (t->w.cur && t->w.cap - t->w.off >= xpt_rec_size(16))
     pt_segment_open(t);
-  else if (t->cur)
-    t->off = t->cap; /* full: the first record takes a new chunk */
+  else if (t->w.cur)
+    t->w.off = t->w.cap; /* full: the first record takes a new chunk */
   pt_tls = t;
   pthread_setspecific(pt_key, t);
   return t;
@@ -343,11 +343,11 @@ void pt_thread_exit(void *p) {
   if (pt_policy == XPT_REC_RING) {
     /* Its chunks stay with its owner, to be taken oldest first; the
      * state starts the next thread on a chunk of its own. */
-    if (t->cur)
-      pt_chunk_seal(t->cur);
-    t->cur = NULL;
-    t->data = NULL;
-    t->cap = t->off = 0;
+    if (t->w.cur)
+      pt_chunk_seal(t->w.cur);
+    t->w.cur = NULL;
+    t->w.data = NULL;
+    t->w.cap = t->w.off = 0;
     pt_ring_release(t);
   }
   pt_restore_signals(&old);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "xpt_windows.h"
 #include "xpti/xpti_trace_framework.h"
 #include "xpt_rec.h"
+#include "xpt_rec_writer.h"
 #include "xptrace/xptrace_protocol.h"
 
 /* ---- configuration (read once) ------------------------------------------ */
@@ -138,7 +140,7 @@ static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *eve
   /* Into the thread's own chunk, just before the record that needs it. */
   struct xpt_rec_chunk *c;
   uint32_t end;
-  uint8_t *at = pt_reserve(t, size, t->hold + (uint32_t)sizeof r, &c, &end);
+  uint8_t *at = pt_reserve(t, size, t->w.hold + (uint32_t)sizeof r, &c, &end);
   if (!at)
     return false;
   pt_append(at, 0, &r, &d, sizeof d, name, d.name_len, file, d.file_len);
@@ -184,15 +186,15 @@ static __attribute__((noinline)) void pt_record_slow(bool tsc, uint8_t stream, u
     pt_drop(1);
     return;
   }
-  if (t->busy) {
+  if (t->w.busy) {
     pt_drop(1); /* a signal handler interrupted this thread's recording */
     return;
   }
-  t->busy = true;
+  t->w.busy = true;
   atomic_signal_fence(memory_order_seq_cst);
   pt_record_slow_body(t, tsc, stream, type, event, instance, user_data);
   atomic_signal_fence(memory_order_seq_cst);
-  t->busy = false;
+  t->w.busy = false;
 }
 
 static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, uint16_t type,
@@ -244,7 +246,7 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
       pt_nest_push(t, PT_GATED); /* outside the time windows, its end too */
     return;
   }
-  uint32_t keep = (cls & PT_C_END) ? 0 : t->hold;
+  uint32_t keep = (cls & PT_C_END) ? 0 : t->w.hold;
   if (cls & PT_C_BEGIN) {
     if (t->depth >= pt_nest_max) {
       pt_nest_push(t, PT_DROPPED);
@@ -255,16 +257,16 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
   }
   uint64_t uid = event ? event->unique_id : 0;
   bool named = uid != 0 && uid != PT_SEEN_EMPTY;
-  if (!t->cur && !pt_next_chunk(t)) {
+  if (!t->w.cur && !pt_next_chunk(t)) {
     if (cls & PT_C_BEGIN)
       pt_nest_push(t, PT_DROPPED);
     pt_drop(1);
     return;
   }
   /* An end needs no description: it is matched to its begin by id. */
-  if (named && !(cls & PT_C_END) && t->seen[pt_seen_slot(uid)] != uid &&
+  if (named && !(cls & PT_C_END) && t->w.seen[pt_seen_slot(uid)] != uid &&
       pt_describe(t, event, uid))
-    t->seen[pt_seen_slot(uid)] = uid;
+    t->w.seen[pt_seen_slot(uid)] = uid;
   if (!named && kind == XPT_REC_EVENT && !(type & 1)) {
     /* No trace point to describe: begins and instants carry their name
      * (an event's payload name, or the name in the user data). */
@@ -305,21 +307,21 @@ static inline PT_GPR bool pt_record_fast(bool tsc, uint8_t stream, uint16_t type
   struct pt_rthread *t = pt_tls;
   uint8_t cls = pt_class[type & 0xff];
   if (__builtin_expect(t == NULL || event == NULL || (cls & PT_C_SLOW) ||
-                           !atomic_load_explicit(&pt_open, memory_order_relaxed) || t->busy,
+                           !atomic_load_explicit(&pt_open, memory_order_relaxed) || t->w.busy,
                        0))
     return false;
-  t->busy = true; /* before t->off is read: see pt_rthread.busy */
+  t->w.busy = true; /* before t->w.off is read: see pt_rthread.busy */
   atomic_signal_fence(memory_order_seq_cst);
   uint64_t uid = event->unique_id;
-  uint32_t off = t->off;
+  uint32_t off = t->w.off;
   /* Room for the record, and unless it is an end, for the ends of the
    * open slices and of this one (a begin's end is held from now on). */
   bool compact = instance == 0 && uid <= XPT_REC_COMPACT_UID_MAX;
   uint32_t size = compact ? XPT_REC_COMPACT_SIZE : (uint32_t)sizeof(struct xpt_rec_raw);
   uint32_t need = size;
   if (!(cls & PT_C_END))
-    need += t->hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
-  bool ok = t->seen[pt_seen_slot(uid)] == uid && t->cap - off >= need &&
+    need += t->w.hold + ((cls & PT_C_BEGIN) ? (uint32_t)sizeof(struct xpt_rec_raw) : 0);
+  bool ok = t->w.seen[pt_seen_slot(uid)] == uid && t->w.cap - off >= need &&
             t->depth < pt_nest_max && (!(cls & PT_C_END) || pt_nest_top_recorded(t));
   if (__builtin_expect(ok, 1)) {
     if (cls & PT_C_END)
@@ -331,16 +333,16 @@ static inline PT_GPR bool pt_record_fast(bool tsc, uint8_t stream, uint16_t type
     if (compact) {
       uint64_t w[2] = {ts | XPT_REC_COMPACT_BIT,
                        uid | (uint64_t)type << 40 | (uint64_t)stream << 56};
-      memcpy(t->data + off, w, sizeof w);
+      memcpy(t->w.data + off, w, sizeof w);
     } else {
       struct xpt_rec_raw r = {ts, uid, instance, type, stream, XPT_REC_EVENT, 0};
-      memcpy(t->data + off, &r, sizeof r);
+      memcpy(t->w.data + off, &r, sizeof r);
     }
-    t->off = off + size;
-    atomic_store_explicit(&t->cur->committed, t->off, memory_order_release);
+    t->w.off = off + size;
+    atomic_store_explicit(&t->w.cur->committed, t->w.off, memory_order_release);
   }
   atomic_signal_fence(memory_order_seq_cst);
-  t->busy = false;
+  t->w.busy = false;
   return ok;
 }
 
@@ -379,6 +381,27 @@ pt_try_record_tsc(uint8_t stream, uint16_t type, const xpti_trace_event_data_t *
 
 XPTI_CALLBACK_API xptrace_try_record_t xptraceTryRecordFor(xpti_stream_callback_api_t callback) {
   return callback == pt_stream_cb_tsc ? pt_try_record_tsc : NULL;
+}
+
+/* Function tracing's own appends (src/trace/xpt_rec_writer.h), for the
+ * same callback. */
+static struct xpt_rec_writer *const *pt_writer_slot(void) {
+  return (struct xpt_rec_writer *const *)(void *)&pt_tls; /* w is its first member */
+}
+_Static_assert(offsetof(struct pt_rthread, w) == 0, "the writer first");
+
+static struct xpt_rec_direct pt_direct;
+
+XPTI_CALLBACK_API const struct xpt_rec_direct *
+xptraceRecordDirect(xpti_stream_callback_api_t callback) {
+  if (callback != pt_stream_cb_tsc || !pt_chunk_size)
+    return NULL;
+  /* A quarter of a chunk: with the half the collector's own open slices
+   * may hold, a fresh chunk always has room for a record and both. */
+  pt_direct = (struct xpt_rec_direct){XPT_REC_DIRECT_VERSION,
+                                      (pt_chunk_size - (uint32_t)sizeof(struct xpt_rec_chunk)) / 4,
+                                      &pt_open, pt_writer_slot};
+  return &pt_direct;
 }
 
 /* ---- opening the recording ---------------------------------------------- */
@@ -601,11 +624,11 @@ static void pt_fork_child(void) {
   pt_window_marked = false; /* the parent's window: in the parent's trace */
   pt_free = NULL;
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
-    t->cur = t->prev = NULL; /* in the parent's mapping */
+    t->w.cur = t->prev = NULL; /* in the parent's mapping */
     t->own = NULL;
-    t->data = NULL;
-    t->cap = t->off = 0;
-    memset(t->seen, 0xff, sizeof t->seen);
+    t->w.data = NULL;
+    t->w.cap = t->w.off = 0;
+    memset(t->w.seen, 0xff, sizeof t->w.seen);
     if (t != pt_tls) { /* that thread does not exist here: reuse its state */
       t->next_free = pt_free;
       pt_free = t;
@@ -620,7 +643,7 @@ static void pt_fork_child(void) {
         t->lost[d >> 6] |= 1ull << (d & 63);
         t->gated[d >> 6] |= 1ull << (d & 63);
       }
-      t->hold = 0;
+      t->w.hold = 0;
     }
   }
   pt_dict = NULL;

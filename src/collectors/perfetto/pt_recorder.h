@@ -16,6 +16,7 @@
 #endif
 
 #include "xpt_rec.h"
+#include "xpt_rec_writer.h"
 #include "xptrace/xptrace_protocol.h"
 
 #define PT_HIDDEN __attribute__((visibility("hidden")))
@@ -53,36 +54,32 @@ PT_HIDDEN extern uint32_t pt_nest_max; /* levels tracked, <= PT_NEST_LEVELS */
 
 /* ---- the recording and the threads writing it ---- */
 
-enum { PT_SEEN = 256 };
 /* Open slices tracked per thread (levels); deeper begins are dropped
  * with their ends.  The level count is also capped by the chunk size. */
 enum { PT_NEST_LEVELS = 4096, PT_NEST_WORDS = PT_NEST_LEVELS / 64 };
 /* pt_class[type & 0xff]: what the hot path needs to know of a type. */
 enum { PT_C_SLOW = 1, PT_C_BEGIN = 2, PT_C_END = 4 };
-#define PT_SEEN_EMPTY UINT64_MAX
+#define PT_SEEN_EMPTY XPT_REC_SEEN_EMPTY
 
 struct pt_rthread {
-  /* hot: the current chunk's data, its capacity, the next offset */
-  uint8_t *data;
-  uint32_t cap, off;
-  struct xpt_rec_chunk *cur; /* mapped; NULL: none yet */
+  /* First: function tracing writes through it (xpt_rec_writer.h).  Its
+   * busy flag is set while this thread records: a signal handler
+   * recording on the same thread meanwhile would write over the record
+   * being made, so its event is counted as dropped instead (rare: a
+   * window of a few ns).  Its hold: whole slices only: every record but
+   * an end leaves `hold` bytes free in the chunk, an end's room for each
+   * recorded open begin, so that an end is never dropped when its begin
+   * was recorded; the end of a begin that was dropped is dropped too
+   * (bit set in lost). */
+  struct xpt_rec_writer w;
   struct xpt_rec_chunk *prev; /* the chunk before, still mapped: an
                                  interrupted append may be writing into it */
   uint64_t cur_index;
   struct pt_owner *own; /* ring: what it holds */
-  uint64_t seen[PT_SEEN]; /* uids described (direct-mapped) */
   pid_t pid, tid;
   uint64_t segment;  /* segment number of this thread */
   bool own_desc;     /* descriptions went into its own chunk: forget them with it */
-  /* Set while this thread records: a signal handler recording on the
-   * same thread meanwhile would write over the record being made, so its
-   * event is counted as dropped instead (rare: a window of a few ns). */
-  volatile bool busy;
-  /* Whole slices only: every record but an end leaves `hold` bytes free
-   * in the chunk, an end's room for each recorded open begin, so that an
-   * end is never dropped when its begin was recorded; the end of a begin
-   * that was dropped is dropped too (bit set in lost). */
-  uint32_t depth, hold;
+  uint32_t depth;
   uint64_t lost[PT_NEST_WORDS];
   uint64_t gated[PT_NEST_WORDS]; /* of the lost: begun outside a time window */
   struct pt_rthread *next_all, *next_free;
@@ -114,9 +111,7 @@ PT_HIDDEN extern _Atomic uint64_t pt_lost_early; /* before any recording could b
 
 PT_HIDDEN extern __thread struct pt_rthread *pt_tls __attribute__((tls_model("initial-exec")));
 
-static inline PT_GPR size_t pt_seen_slot(uint64_t uid) {
-  return (size_t)((uid * 0x9e3779b97f4a7c15ull) >> 56);
-}
+#define pt_seen_slot XPT_REC_SEEN_SLOT
 
 /* A begin's fate: recorded (its end's room now held back), dropped, or
  * outside the time windows (not a drop). */
@@ -129,7 +124,7 @@ static inline PT_GPR void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) 
   uint64_t bit = 1ull << (d & 63);
   if (fate == PT_RECORDED) {
     t->lost[d >> 6] &= ~bit;
-    t->hold += (uint32_t)sizeof(struct xpt_rec_raw);
+    t->w.hold += (uint32_t)sizeof(struct xpt_rec_raw);
   } else {
     t->lost[d >> 6] |= bit;
   }
@@ -150,7 +145,7 @@ static inline PT_GPR enum pt_fate pt_nest_pop(struct pt_rthread *t) {
     return PT_DROPPED;
   if ((t->lost[d >> 6] >> (d & 63)) & 1)
     return ((t->gated[d >> 6] >> (d & 63)) & 1) ? PT_GATED : PT_DROPPED;
-  t->hold -= (uint32_t)sizeof(struct xpt_rec_raw);
+  t->w.hold -= (uint32_t)sizeof(struct xpt_rec_raw);
   return PT_RECORDED;
 }
 
