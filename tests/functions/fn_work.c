@@ -16,7 +16,7 @@
  * cancel:  a thread in cancel_outer -> cancel_inner is cancelled
  * threads: 4 threads, each worker -> leaf x 250
  * signals: signal_loop -> leaf x 20000 while a timer's signal, every
- *          10 us, runs in_handler on this thread: its calls that land in
+ *          50 us, runs in_handler on this thread: its calls that land in
  *          a hook are not recorded (at least one is); the rest exact
  * deep:    deep_loop -> descend 300 deep, 50 times (15,000 slices): more
  *          open calls than a small chunk holds the ends of
@@ -187,7 +187,7 @@ NOINLINE void run_signals(void) {
   timer_t timer;
   if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
     return;
-  struct itimerspec every = {{0, 10000}, {0, 10000}};
+  struct itimerspec every = {{0, 50000}, {0, 50000}};
   timer_settime(timer, 0, &every, NULL);
   signal_loop();
   while (handled == 0) /* one at least, on a slow machine too */

@@ -77,7 +77,8 @@ SCENARIOS = {
     # link; then stripped with no debug file (nothing it exports matches).
     "stripped": ("calls", ["--functions", "leaf|recurse"], {"leaf": 1000, "recurse": 6}, 0, 1),
     "nodebug": ("calls", ["--functions", "leaf|recurse"], {}, 0, 1),
-    # A timer's signal every 10 us on the tracing thread, its handler traced.
+    # A timer's signal every 50 us on the tracing thread, its handler traced
+    # (every 10 us starved the traced loop on a guest where a signal costs ~10 us).
     "signals": ("signals", [], {"main": 1, "run_signals": 1, "signal_loop": 1, "leaf": 20000},
                 0, 1),
     # 302 calls open at once, 50 times; then again in a buffer whose
