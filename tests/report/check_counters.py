@@ -102,7 +102,9 @@ for tid, ns in burned.items():
     if last("thread-context-switches", tid) < 1:  # it slept
         fail("thread %d: no context switch" % tid)
 task = last("task-clock")
-if task < sum(burned.values()) * 0.98 or task > 2 * wall_ns:
+# 0.95: the last task-clock sample may precede the threads' end (under TSan
+# 348.8 against 359.3 ms burned, 2026-11-27).
+if task < sum(burned.values()) * 0.95 or task > 2 * wall_ns:
     fail("task-clock %d, both threads burned %d (wall %d)" % (task, sum(burned.values()), wall_ns))
 if last("page-faults") < 2 * 8 * 256 * 0.5:
     fail("page-faults %d for 16 MiB touched" % last("page-faults"))

@@ -421,12 +421,14 @@ static uint32_t pt_nest_max_for(uint32_t chunk_size) {
   return levels < PT_NEST_LEVELS ? levels : PT_NEST_LEVELS;
 }
 
-/* Creates the recording in the output folder (exclusively: a new name
- * when taken), sized and mapped.  Normal context only (stream set-up). */
-static void pt_rec_open_locked(void) {
+/* Creates the recording in the output folder dir (exclusively: a new
+ * name when taken), sized and mapped.  Normal context only (stream
+ * set-up).  The caller names the folder before taking pt_open_lock: the
+ * folder's lock is taken by a fork handler that may run before ours,
+ * which takes pt_open_lock (the other order would be a deadlock). */
+static void pt_rec_open_locked(const char *dir) {
   if (pt_rec.h || pt_rec.failed)
     return;
-  const char *dir = xpt_output_dir();
   if (!dir) {
     pt_rec.failed = true;
     return;
@@ -559,9 +561,10 @@ static bool pt_rec_ready(void) {
     return true;
   /* A forked child before its first stream call: make its own recording
    * (never from a signal handler that interrupted a holder). */
+  const char *dir = xpt_output_dir();
   if (pthread_mutex_trylock(&pt_open_lock) != 0)
     return false;
-  pt_rec_open_locked();
+  pt_rec_open_locked(dir);
   pthread_mutex_unlock(&pt_open_lock);
   return __atomic_load_n(&pt_rec.h, __ATOMIC_ACQUIRE) != NULL;
 }
@@ -753,8 +756,9 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   uint8_t id = xptiRegisterStream(stream);
   if (id == XPTI_INVALID_STREAM_ID)
     return;
+  const char *dir = xpt_output_dir();
   pthread_mutex_lock(&pt_open_lock);
-  pt_rec_open_locked();
+  pt_rec_open_locked(dir);
   pthread_mutex_unlock(&pt_open_lock);
   pthread_mutex_lock(&pt_streams_lock);
   bool fresh = !atomic_exchange(&pt_stream_on[id], 1);
