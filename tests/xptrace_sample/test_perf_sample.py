@@ -189,9 +189,14 @@ elif mode == "kernel":
         c.check(not said, f"a kernel-time diagnostic with {100 * kernel_share:.0f}% in the kernel: {err}")
     # Threads spinning in user space while the command's thread waits
     # (the kernel may swap its events with theirs): no such line.
+    # The main thread itself may be told of: under TSan it spent 27 ms
+    # creating the 20 threads, mostly in the kernel.
     for i in range(3):
         rc, out, err, st = sample(f"u{i}", work, "short", "20")
-        c.check("expected)" not in err, f"a diagnostic for user-space threads: {err}")
+        pid = re.search(r"\(pid (\d+)\)", err)
+        told = [l for l in err.splitlines() if "expected)" in l and
+                not (pid and l.startswith(f"xptrace sample: thread {pid.group(1)} "))]
+        c.check(not told, f"a diagnostic for user-space threads: {err}")
 elif mode == "deep":
     # 200 frames of recursion without frame pointers: main in every stack.
     # A sample may fall in start-up or in the exit handlers after main
