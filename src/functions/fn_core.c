@@ -361,17 +361,25 @@ static inline void fn_pop_dead(fn_thread_t *t, uintptr_t sp, bool inclusive) {
   t->overflow = 0;
 }
 
+/* A frame's fields at its call's entry (FN_GPR: the trampolines' fast
+ * path sets frames too). */
+static inline __attribute__((always_inline)) FN_GPR void
+fn_frame_init(fn_frame_t *fr, uintptr_t sp, fn_func_t *fn, uintptr_t ret, bool recorded,
+              bool direct) {
+  fr->sp = sp;
+  fr->fn = fn;
+  fr->ret = ret;
+  fr->recorded = recorded;
+  fr->direct = direct;
+  fr->forked = 0;
+}
+
 /* Push a frame for fn; returns it (NULL: not pushed). */
 static inline fn_frame_t *fn_push(fn_thread_t *t, fn_func_t *fn, uintptr_t sp) {
   if (__builtin_expect(t->depth >= FN_MAX_DEPTH, 0))
     return NULL;
   fn_frame_t *fr = &t->frames[t->depth++];
-  fr->sp = sp;
-  fr->fn = fn;
-  fr->ret = 0;
-  fr->recorded = 0;
-  fr->direct = 0;
-  fr->forked = 0;
+  fn_frame_init(fr, sp, fn, 0, false, false);
   if (t->recorded < fn_cfg.depth) {
     fr->recorded = 1;
     ++t->recorded;
@@ -446,13 +454,7 @@ FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
     atomic_signal_fence(memory_order_seq_cst);
     bool done = fn_rec_begin(t, f);
     if (done) {
-      fn_frame_t *fr = &t->frames[t->depth];
-      fr->sp = sp;
-      fr->fn = f;
-      fr->ret = 0;
-      fr->recorded = 1;
-      fr->direct = 1;
-      fr->forked = 0;
+      fn_frame_init(&t->frames[t->depth], sp, f, 0, true, true);
       ++t->recorded;
       ++t->depth;
     }
@@ -511,13 +513,7 @@ FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot) {
     --t->busy;
     return 0;
   }
-  fn_frame_t *fr = &t->frames[t->depth];
-  fr->sp = (uintptr_t)slot;
-  fr->fn = fn;
-  fr->ret = ret;
-  fr->recorded = record;
-  fr->direct = direct;
-  fr->forked = 0;
+  fn_frame_init(&t->frames[t->depth], (uintptr_t)slot, fn, ret, record, direct);
   t->recorded += record;
   ++t->depth;
   t->hijacked = true; /* the stub's call puts fn->landing in the slot */
