@@ -495,7 +495,7 @@ static void stats_thread_exit(void *p) {
   stats_tls = &stats_changing;
   pthread_mutex_lock(&stats_global.lock);
   stats_thread_merge(&stats_global.ended, t);
-  ++stats_global.ended_threads;
+  stats_global.ended_threads += t->nrows || t->depth; /* made at init, never recorded: not one */
   stats_thread_reset(t);
   t->live = false;
   t->next_free = stats_global.free;
@@ -547,7 +547,7 @@ static void stats_report(void) {
   for (stats_thread_t *t = stats_global.threads; t; t = t->next) {
     if (!t->live)
       continue;
-    ++rep.threads;
+    rep.threads += t->nrows || t->depth;
     if (!stats_thread_hold(t)) {
       ++left_out;
       continue;
@@ -637,6 +637,16 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream == XPTI_INVALID_STREAM_ID)
     return;
+  /* The initialising thread's state and first tables now, in a normal
+   * context: its first event may come from a signal handler that
+   * interrupted malloc (calloc there deadlocked faults_signal-notify). */
+  if (!stats_tls) {
+    stats_thread_t *self = stats_thread_new();
+    if (self && self->rows_cap == 0 && stats_thread_enter(self)) {
+      stats_thread_tables(self);
+      stats_thread_leave(self);
+    }
+  }
   /* Every type, user-defined ones of tools registered at any time
    * included.  DUPLICATE/UNDELETE: a stream initialised again. */
   static _Atomic bool said;
