@@ -59,6 +59,10 @@ static _Atomic int xpti_proxy_state = XPTI_PROXY_UNTRIED;
  * dispatcher constructor reaching back) gets the default instead of
  * deadlocking on the mutex. */
 static _Thread_local int xpti_proxy_loading;
+/* Set while any thread loads (read by the fork child handler). */
+static _Atomic int xpti_proxy_load_elsewhere;
+/* Set in a child forked during another thread's load: never load again. */
+static int xpti_proxy_gave_up;
 /* Last message printed, so a retry that fails the same way stays quiet. */
 static char xpti_proxy_last_message[512];
 
@@ -133,11 +137,13 @@ static void xpti_proxy_load_locked(void) {
   const char *path;
   memset(&fns, 0, sizeof fns);
   xpti_proxy_loading = 1;
+  atomic_store(&xpti_proxy_load_elsewhere, 1);
   if (xpti_proxy_enable_requested()) {
     path = secure_getenv("XPTI_FRAMEWORK_DISPATCHER");
     if (path && *path && xpti_proxy_open_dispatcher(path, &fns)) {
       xpti_proxy_publish(&fns);
       atomic_store_explicit(&xpti_proxy_state, XPTI_PROXY_LOADED, memory_order_release);
+      atomic_store(&xpti_proxy_load_elsewhere, 0);
       xpti_proxy_loading = 0;
       return;
     }
@@ -145,25 +151,38 @@ static void xpti_proxy_load_locked(void) {
   }
   xpti_proxy_publish(&fns);
   atomic_store_explicit(&xpti_proxy_state, XPTI_PROXY_OFF, memory_order_release);
+  atomic_store(&xpti_proxy_load_elsewhere, 0);
   xpti_proxy_loading = 0;
 }
 
-/* fork() while another thread loads must not leave the child a locked
- * mutex: hold it across fork (unless this very thread is loading). */
-static _Thread_local int xpti_proxy_fork_holds_lock;
-static void xpti_proxy_before_fork(void) {
-  xpti_proxy_fork_holds_lock = !xpti_proxy_loading;
-  if (xpti_proxy_fork_holds_lock)
-    pthread_mutex_lock(&xpti_proxy_lock);
-}
-static void xpti_proxy_after_fork(void) {
-  if (xpti_proxy_fork_holds_lock)
-    pthread_mutex_unlock(&xpti_proxy_lock);
-  xpti_proxy_fork_holds_lock = 0;
+/* fork() while another thread loads.  The load holds the mutex across
+ * dlopen, whose constructors take the dispatcher's locks: the mutex comes
+ * first in every lock order, and a prepare handler that waited for it
+ * would run after the dispatcher's (registered later, run earlier) and
+ * invert that order.  So nothing is held across fork; the child, which
+ * has only the forking thread, frees the mutex unless that thread holds
+ * it, and a load some other thread had begun is given up (tracing off
+ * in the child; xptiTraceTryToEnable may load again). */
+static void xpti_proxy_after_fork_child(void) {
+  if (xpti_proxy_loading)
+    return; /* forked from inside our own load: we hold the mutex */
+  pthread_mutex_init(&xpti_proxy_lock, NULL);
+  if (atomic_exchange(&xpti_proxy_load_elsewhere, 0) &&
+      atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) != XPTI_PROXY_LOADED) {
+    struct xpti_proxy_resolved none;
+    memset(&none, 0, sizeof none);
+    xpti_proxy_publish(&none);
+    atomic_store_explicit(&xpti_proxy_state, XPTI_PROXY_OFF, memory_order_release);
+    /* ld.so's own state is half-way through that dlopen here: another
+     * dlopen would fail its consistency assertion. */
+    xpti_proxy_gave_up = 1;
+    xpti_proxy_report("xpti: forked while another thread loaded the dispatcher; "
+                      "tracing is off in this process");
+  }
 }
 static pthread_once_t xpti_proxy_fork_once = PTHREAD_ONCE_INIT;
 static void xpti_proxy_register_fork_handlers(void) {
-  pthread_atfork(xpti_proxy_before_fork, xpti_proxy_after_fork, xpti_proxy_after_fork);
+  pthread_atfork(NULL, NULL, xpti_proxy_after_fork_child);
 }
 
 static void xpti_proxy_lock_for_load(void) {
@@ -241,7 +260,7 @@ static struct xpti_proxy_table xpti_proxy_table = {
  * forwarded to; this one retries the load with a fresh environment. */
 XPTI_EXPORT_API bool xptiTraceTryToEnable(void) {
   if (atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) != XPTI_PROXY_LOADED &&
-      !xpti_proxy_loading) {
+      !xpti_proxy_loading && !xpti_proxy_gave_up) {
     xpti_proxy_lock_for_load();
     if (atomic_load_explicit(&xpti_proxy_state, memory_order_acquire) != XPTI_PROXY_LOADED)
       xpti_proxy_load_locked();
