@@ -19,6 +19,9 @@
  *     (a timer aimed at the main thread)
  *     while the main thread mallocs and records pairs for 0.5 s; prints
  *     the number of ticks sent
+ *   signal-names: as signal-notify, but each tick is a function
+ *     begin/end pair named sig0..sig4095 in turn (user data, no event):
+ *     new names and rows, so the collectors' tables grow in the handler
  *   atexit: an atexit handler registered before tracing starts records
  *     PAIRS pairs "late", a destructor records PAIRS pairs "dtor"; main
  *     records 1 pair "work"
@@ -126,12 +129,27 @@ static void on_alarm(int sig) {
   errno = saved;
 }
 
-static void signal_notify(void) {
+enum { TICK_NAMES = 4096 };
+static char tick_names[TICK_NAMES][8];
+
+static void on_alarm_named(int sig) {
+  (void)sig;
+  int saved = errno;
+  const char *name = tick_names[(unsigned)atomic_load(&ticks) % TICK_NAMES];
+  xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_BEGIN, NULL, NULL, 0, name);
+  xptiNotifySubscribers(stream, XPTI_TRACE_FUNCTION_END, NULL, NULL, 0, name);
+  atomic_fetch_add(&ticks, 1);
+  errno = saved;
+}
+
+static void signal_notify(int named) {
   tick_ev = make_event("tick", __LINE__);
   pairs(tick_ev, 0);
+  for (int n = 0; n < TICK_NAMES; n++)
+    snprintf(tick_names[n], sizeof tick_names[n], "sig%d", n);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
+  sa.sa_handler = named ? on_alarm_named : on_alarm;
   sa.sa_flags = SA_RESTART;
   sigaction(SIGALRM, &sa, NULL);
   /* A timer aimed at this thread: a process-wide one may hit any thread. */
@@ -277,8 +295,8 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "caller-events")) {
     caller_events();
     return 0;
-  } else if (!strcmp(mode, "signal-notify")) {
-    signal_notify();
+  } else if (!strcmp(mode, "signal-notify") || !strcmp(mode, "signal-names")) {
+    signal_notify(!strcmp(mode, "signal-names"));
     return 0;
   } else if (!strcmp(mode, "atexit")) {
     dtor_wanted = 1;

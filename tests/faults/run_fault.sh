@@ -160,6 +160,24 @@ signal-notify)
   [ -n "$ticks" ] && [ "$ticks" -gt 100 ] || fail "too few ticks: $(cat s.out)"
   check s/trace.perfetto-trace --name work="$n" --total $((2 * n + ticks))
   ;;
+signal-names)
+  # Each tick a pair with a new name, from the handler, while the program
+  # mallocs: the collectors' tables grow there, never through malloc (a
+  # calloc interrupted by the handler deadlocked).  Every tick's pair is
+  # in the trace and in the statistics, or counted as dropped.
+  xrun s signal-names
+  rc=$?
+  [ "$rc" = 0 ] || fail "exit $rc: $(cat s.err)"
+  ticks=$(sed -n 's/^ticks \([0-9]*\) .*/\1/p' s.out)
+  n=$(sed -n 's/^ticks [0-9]* pairs \([0-9]*\)/\1/p' s.out)
+  [ -n "$ticks" ] && [ "$ticks" -gt 100 ] || fail "too few ticks: $(cat s.out)"
+  check s/trace.perfetto-trace --name work="$n" --total $((2 * n + 2 * ticks))
+  csv=$(ls s/fault_workload-*/stats.csv)
+  sig=$(awk -F, '$3 ~ /^sig[0-9]+$/ && $4 == "span" { c += $5 } END { print c + 0 }' "$csv")
+  dropped=$(sed -n 's/.*, dropped \([0-9]*\)$/\1/p' s.err)
+  [ "$sig" -le "$ticks" ] && [ "$((sig + ${dropped:-0}))" -ge "$ticks" ] ||
+    fail "stats: $sig sig pairs, ${dropped:-?} dropped, $ticks ticks"
+  ;;
 atexit)
   # Events from an atexit handler registered before tracing started, and
   # from a destructor: all of them under xptrace (it finishes after the

@@ -22,6 +22,7 @@
 #include <xpti/xpti_trace_framework.h>
 
 #include "stats_internal.h"
+#include "xpt_arena.h"
 #include "xptrace/xptrace_protocol.h"
 #include "xpt_windows.h"
 
@@ -57,11 +58,11 @@ typedef struct stats_thread {
   uint32_t *name_slots; /* open addressing over names: index + 1; 0 = empty */
   uint32_t name_slots_cap;
   uint64_t dropped; /* events lost to a failed allocation */
+  xpt_arena_t arena; /* every table above: growth may happen in a signal handler */
 } stats_thread_t;
 
-/* First tables of a state; tables larger than the KEEP sizes are not kept
- * for the next thread. */
-enum { STATS_ROWS0 = 32, STATS_STACK0 = 16, STATS_KEEP_ROWS = 256, STATS_KEEP_STACK = 1024 };
+/* First tables of a state (its arena's first chunk holds them). */
+enum { STATS_ROWS0 = 32, STATS_STACK0 = 16 };
 
 _Atomic uint16_t stats_timed_type;
 /* Flow marks (xptrace_protocol.h) link slices; they are not slices. */
@@ -134,7 +135,7 @@ static stats_thread_t *stats_thread_new(void) {
   stats_thread_t *t = stats_global.free;
   if (t) {
     stats_global.free = t->next_free;
-  } else if ((t = calloc(1, sizeof *t))) {
+  } else if ((t = xpt_pages_alloc(sizeof *t))) { /* never freed; no malloc in a handler */
     t->next = stats_global.threads;
     stats_global.threads = t;
   }
@@ -169,12 +170,21 @@ static void stats_thread_leave(stats_thread_t *t) {
 
 static bool stats_slots_grow(stats_thread_t *t);
 
-/* Made before the first event: a thread's first rows need no malloc
- * (its first event may come from a signal handler). */
+/* A thread's tables come from its arena (mmap, no lock): an event may
+ * come from a signal handler that interrupted malloc.  Grown tables
+ * leave their old copy there until the thread ends (at most as much
+ * again). */
+static void *stats_grow(stats_thread_t *t, void *old, size_t old_size, size_t size) {
+  void *fresh = xpt_arena_alloc(&t->arena, size);
+  if (fresh && old)
+    memcpy(fresh, old, old_size);
+  return fresh;
+}
+
 static void stats_thread_tables(stats_thread_t *t) {
-  if ((t->rows = malloc(STATS_ROWS0 * sizeof *t->rows)))
+  if ((t->rows = stats_grow(t, NULL, 0, STATS_ROWS0 * sizeof *t->rows)))
     t->rows_cap = STATS_ROWS0;
-  if (!t->stack && (t->stack = malloc(STATS_STACK0 * sizeof *t->stack)))
+  if ((t->stack = stats_grow(t, NULL, 0, STATS_STACK0 * sizeof *t->stack)))
     t->stack_cap = STATS_STACK0;
   if (t->slots_cap == 0)
     stats_slots_grow(t);
@@ -194,9 +204,9 @@ static uint64_t stats_hash_ptr(uintptr_t p, uint16_t type, uint8_t stream) {
  * n elements, element i hashing to hash_of(t, i). */
 static bool stats_slots_double(uint32_t **slots, uint32_t *cap, uint32_t n,
                                uint64_t (*hash_of)(const stats_thread_t *t, uint32_t i),
-                               const stats_thread_t *t) {
+                               stats_thread_t *t) {
   uint32_t size = *cap ? *cap * 2 : 64;
-  uint32_t *fresh = calloc(size, sizeof *fresh);
+  uint32_t *fresh = stats_grow(t, NULL, 0, size * sizeof *fresh);
   if (!fresh)
     return false;
   for (uint32_t e = 0; e < n; ++e) {
@@ -205,7 +215,6 @@ static bool stats_slots_double(uint32_t **slots, uint32_t *cap, uint32_t n,
       i = (i + 1) & (size - 1);
     fresh[i] = e + 1;
   }
-  free(*slots);
   *slots = fresh;
   *cap = size;
   return true;
@@ -245,7 +254,7 @@ static uint32_t stats_row_find(stats_thread_t *t, uint8_t stream, uint16_t type,
   }
   if (t->nrows == t->rows_cap) {
     uint32_t cap = t->rows_cap ? t->rows_cap * 2 : 32;
-    stats_row_t *rows = realloc(t->rows, cap * sizeof *rows);
+    stats_row_t *rows = stats_grow(t, t->rows, t->rows_cap * sizeof *rows, cap * sizeof *rows);
     if (!rows)
       return UINT32_MAX;
     t->rows = rows;
@@ -278,14 +287,17 @@ static const char *stats_intern_name(stats_thread_t *t, const char *name) {
       return t->names[t->name_slots[i] - 1];
   if (t->nnames == t->names_cap) {
     uint32_t cap = t->names_cap ? t->names_cap * 2 : 16;
-    char **names = realloc(t->names, cap * sizeof *names);
+    char **names = stats_grow(t, t->names, t->names_cap * sizeof *names, cap * sizeof *names);
     if (!names)
       return NULL;
     t->names = names;
     t->names_cap = cap;
   }
-  char *copy = strdup(name);
-  if (!copy)
+  size_t len = strlen(name) + 1;
+  char *copy = stats_grow(t, NULL, 0, len);
+  if (copy)
+    memcpy(copy, name, len);
+  else
     return NULL;
   t->names[t->nnames++] = copy;
   t->name_slots[i] = t->nnames;
@@ -313,7 +325,8 @@ static const char *stats_event_name(stats_thread_t *t, uint16_t type,
 static bool stats_push(stats_thread_t *t, stats_frame_t frame) {
   if (t->depth == t->stack_cap) {
     uint32_t cap = t->stack_cap ? t->stack_cap * 2 : 32;
-    stats_frame_t *stack = realloc(t->stack, cap * sizeof *stack);
+    stats_frame_t *stack =
+        stats_grow(t, t->stack, t->stack_cap * sizeof *stack, cap * sizeof *stack);
     if (!stack)
       return false;
     t->stack = stack;
@@ -332,7 +345,10 @@ static void stats_add_span(stats_thread_t *t, stats_row_t *row, uint64_t duratio
     row->min = duration;
   if (duration > row->max)
     row->max = duration;
-  if (!stats_hist_add(&row->hist, duration, 1))
+  unsigned block = stats_hist_block_of(duration);
+  if (!row->hist.block[block])
+    row->hist.block[block] = stats_grow(t, NULL, 0, STATS_HIST_SUB * sizeof(uint64_t));
+  if (!row->hist.block[block] || !stats_hist_add(&row->hist, duration, 1))
     ++t->dropped;
 }
 
@@ -461,30 +477,17 @@ static void stats_thread_merge(stats_table_t *tab, const stats_thread_t *t) {
   tab->dropped += t->dropped;
 }
 
-/* Empties a state for the next thread, keeping tables of usual size. */
+/* Empties a state for the next thread: its arena keeps one chunk. */
 static void stats_thread_reset(stats_thread_t *t) {
-  for (uint32_t r = 0; r < t->nrows; ++r)
-    stats_hist_free(&t->rows[r].hist);
-  for (uint32_t i = 0; i < t->nnames; ++i)
-    free(t->names[i]);
-  if (t->name_slots)
-    memset(t->name_slots, 0, t->name_slots_cap * sizeof *t->name_slots);
-  t->nrows = t->depth = t->nnames = 0;
+  xpt_arena_reset(&t->arena);
+  t->rows = NULL;
+  t->slots = t->name_slots = NULL;
+  t->stack = NULL;
+  t->names = NULL;
+  t->nrows = t->rows_cap = t->slots_cap = 0;
+  t->depth = t->stack_cap = 0;
+  t->nnames = t->names_cap = t->name_slots_cap = 0;
   t->dropped = 0;
-  if (t->rows_cap > STATS_KEEP_ROWS) {
-    free(t->rows);
-    free(t->slots);
-    t->rows = NULL;
-    t->slots = NULL;
-    t->rows_cap = t->slots_cap = 0;
-  } else if (t->slots) {
-    memset(t->slots, 0, t->slots_cap * sizeof *t->slots);
-  }
-  if (t->stack_cap > STATS_KEEP_STACK) {
-    free(t->stack);
-    t->stack = NULL;
-    t->stack_cap = 0;
-  }
 }
 
 /* Thread exit (the key's destructor).  The lock keeps the report out;

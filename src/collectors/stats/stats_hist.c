@@ -28,6 +28,12 @@ static void hist_bucket_range(unsigned block, unsigned sub, uint64_t *low, uint6
   *low = (UINT64_C(1) << e) + (uint64_t)sub * *width;
 }
 
+unsigned stats_hist_block_of(uint64_t value) {
+  unsigned block, sub;
+  hist_locate(value, &block, &sub);
+  return block;
+}
+
 bool stats_hist_add(stats_hist_t *h, uint64_t value, uint64_t count) {
   unsigned block, sub;
   hist_locate(value, &block, &sub);

@@ -21,6 +21,9 @@ typedef struct stats_hist {
 
 /* Returns false when a block could not be allocated (value not counted). */
 bool stats_hist_add(stats_hist_t *h, uint64_t value, uint64_t count);
+/* The block value falls in: a caller that must not malloc fills
+ * h->block[] itself (STATS_HIST_SUB zeroed counts) before the add. */
+unsigned stats_hist_block_of(uint64_t value);
 /* Adds every count of `from` into `into`. */
 bool stats_hist_merge(stats_hist_t *into, const stats_hist_t *from);
 /* Value at quantile q (0..1] of `total` recorded values. */
