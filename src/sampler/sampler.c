@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -667,6 +668,24 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
   return rc;
 }
 
+/* The creator waits until the thread runs our code: its start-up (the
+ * C library's and a sanitizer's allocations) is then over before the
+ * program can fork (gcc 12's ASan left its allocator locked in a child
+ * forked at that moment: sampler_fork hung). */
+typedef struct internal_start {
+  void *(*fn)(void *);
+  void *arg;
+  _Atomic int running;
+} internal_start_t;
+
+static void *internal_trampoline(void *p) {
+  internal_start_t *start = p;
+  void *(*fn)(void *) = start->fn;
+  void *arg = start->arg;
+  atomic_store_explicit(&start->running, 1, memory_order_release); /* start is gone after */
+  return fn(arg);
+}
+
 static int start_internal_thread(void *(*fn)(void *), void *arg) {
   sigset_t all, old;
   sigfillset(&all);
@@ -676,8 +695,12 @@ static int start_internal_thread(void *(*fn)(void *), void *arg) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_create_fn real = real_pthread_create();
-  int rc = real ? real(&id, &attr, fn, arg) : EAGAIN;
+  internal_start_t start = {.fn = fn, .arg = arg, .running = 0};
+  int rc = real ? real(&id, &attr, internal_trampoline, &start) : EAGAIN;
   pthread_attr_destroy(&attr);
+  if (rc == 0)
+    while (!atomic_load_explicit(&start.running, memory_order_acquire))
+      sched_yield();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }
@@ -876,6 +899,7 @@ static void sampler_flush(void *ctx, enum xpt_flush_reason reason) {
 /* ---- fork ------------------------------------------------------------------------- */
 
 static void sampler_fork_prepare(void) {
+  srec_scan_fork_lock();
   pthread_mutex_lock(&sampler.registry_lock);
   srec_lock();
 }
@@ -883,12 +907,14 @@ static void sampler_fork_prepare(void) {
 static void sampler_fork_parent(void) {
   srec_unlock();
   pthread_mutex_unlock(&sampler.registry_lock);
+  srec_scan_fork_unlock(false);
 }
 
 /* The child has one thread, no timers and no helper threads; what was
  * recorded is the parent's.  Start a recording of its own with the
  * forking thread. */
 static void sampler_fork_child(void) {
+  srec_scan_fork_unlock(true);
   pthread_mutex_init(&sampler.registry_lock, NULL);
   srec_forget();
   sampler.forked = true;

@@ -51,6 +51,9 @@ SAMPLER_HIDDEN void srec_commit_meta_locked(size_t size);
 /* Record objects loaded since the last scan (all of them if `force`).
  * Takes the lock itself, never while the loader's lock is held by us. */
 SAMPLER_HIDDEN void srec_scan_maps(bool force);
+/* Fork: prepare waits for a scan in progress; child true frees the lock. */
+SAMPLER_HIDDEN void srec_scan_fork_lock(void);
+SAMPLER_HIDDEN void srec_scan_fork_unlock(bool child);
 /* Reserve disk blocks ahead of the chunks in use (helper thread). */
 SAMPLER_HIDDEN void srec_grow_locked(void);
 SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);

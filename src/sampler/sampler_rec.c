@@ -387,7 +387,27 @@ static int counters_only(struct dl_phdr_info *info, size_t size, void *data) {
   return 1;
 }
 
+/* One scan at a time, and none across fork: the scan mallocs and walks
+ * ld.so's list outside meta_lock, and a child forked meanwhile would
+ * inherit those locks held (gcc 12's ASan allocator hung sampler_fork's
+ * child every run). */
+static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+void srec_scan_fork_lock(void) { pthread_mutex_lock(&scan_lock); }
+void srec_scan_fork_unlock(bool child) {
+  if (child)
+    pthread_mutex_init(&scan_lock, NULL);
+  else
+    pthread_mutex_unlock(&scan_lock);
+}
+
+static void scan_maps_locked(bool force);
 void srec_scan_maps(bool force) {
+  pthread_mutex_lock(&scan_lock);
+  scan_maps_locked(force);
+  pthread_mutex_unlock(&scan_lock);
+}
+
+static void scan_maps_locked(bool force) {
   if (!srec_hdr)
     return;
   sigset_t old;

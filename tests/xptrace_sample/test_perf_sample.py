@@ -77,8 +77,10 @@ elif mode == "exit":
     c.check(rc == 3, f"_exit status {rc}")
     c.check(share(st, "main_spin") >= 95 and total(st) >= 50, f"_exit: {st}")
     c.check("no samples written" not in err, err)
-    # Every stack: [main];_start;__libc_start_main;...;main;main_spin.
-    c.check(complete(st) >= 99 and share(st, "main", False) >= 99, f"_exit stacks: {st}")
+    # Every stack: [main];_start;__libc_start_main;...;main;main_spin, but
+    # for a sample or two of start-up before main (under ASan its
+    # __cxa_atexit interceptor took 1 of 99), complete as well.
+    c.check(complete(st) >= 99 and share(st, "main", False) >= 97, f"_exit stacks: {st}")
 elif mode == "plugin":
     # dlopen, hot plugin function, dlclose, more work: the plugin's frames
     # keep their names although it is gone at the end.
