@@ -907,15 +907,15 @@ static void sampler_fork_prepare(void) {
 static void sampler_fork_parent(void) {
   srec_unlock();
   pthread_mutex_unlock(&sampler.registry_lock);
-  srec_scan_fork_unlock(false);
+  srec_scan_fork_unlock();
 }
 
 /* The child has one thread, no timers and no helper threads; what was
  * recorded is the parent's.  Start a recording of its own with the
  * forking thread. */
 static void sampler_fork_child(void) {
-  srec_scan_fork_unlock(true);
-  pthread_mutex_init(&sampler.registry_lock, NULL);
+  srec_scan_fork_unlock(); /* prepare's locks, held by this thread */
+  pthread_mutex_unlock(&sampler.registry_lock);
   srec_forget();
   sampler.forked = true;
   sampler_thread_t *self = tls_self;

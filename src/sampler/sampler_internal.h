@@ -29,7 +29,8 @@ extern SAMPLER_HIDDEN srec_header_t *srec_hdr;
 SAMPLER_HIDDEN uint64_t srec_now(void);
 /* Make and map the recording in `dir`.  0, or -1 after one line. */
 SAMPLER_HIDDEN int srec_open(const char *dir, const srec_setup_t *setup);
-/* A forked child drops the parent's recording (mapping, descriptor). */
+/* A forked child drops the parent's recording (mapping, descriptor) and
+ * unlocks the meta lock the fork's prepare took. */
 SAMPLER_HIDDEN void srec_forget(void);
 SAMPLER_HIDDEN void srec_flag(uint32_t flag);
 
@@ -51,9 +52,9 @@ SAMPLER_HIDDEN void srec_commit_meta_locked(size_t size);
 /* Record objects loaded since the last scan (all of them if `force`).
  * Takes the lock itself, never while the loader's lock is held by us. */
 SAMPLER_HIDDEN void srec_scan_maps(bool force);
-/* Fork: prepare waits for a scan in progress; child true frees the lock. */
+/* Fork: prepare waits for a scan in progress; parent and child unlock. */
 SAMPLER_HIDDEN void srec_scan_fork_lock(void);
-SAMPLER_HIDDEN void srec_scan_fork_unlock(bool child);
+SAMPLER_HIDDEN void srec_scan_fork_unlock(void);
 /* Reserve disk blocks ahead of the chunks in use (helper thread). */
 SAMPLER_HIDDEN void srec_grow_locked(void);
 SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);

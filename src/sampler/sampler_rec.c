@@ -215,7 +215,7 @@ void srec_lost(void) {
 
 /* A forked child: the mapping and the lock are the parent's. */
 void srec_forget(void) {
-  pthread_mutex_init(&rec.meta_lock, NULL);
+  pthread_mutex_unlock(&rec.meta_lock); /* srec_lock'd by the fork's prepare, this thread */
   if (srec_hdr)
     munmap(srec_hdr, rec.map_size);
   srec_hdr = NULL;
@@ -393,12 +393,7 @@ static int counters_only(struct dl_phdr_info *info, size_t size, void *data) {
  * child every run). */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 void srec_scan_fork_lock(void) { pthread_mutex_lock(&scan_lock); }
-void srec_scan_fork_unlock(bool child) {
-  if (child)
-    pthread_mutex_init(&scan_lock, NULL);
-  else
-    pthread_mutex_unlock(&scan_lock);
-}
+void srec_scan_fork_unlock(void) { pthread_mutex_unlock(&scan_lock); }
 
 static void scan_maps_locked(bool force);
 void srec_scan_maps(bool force) {

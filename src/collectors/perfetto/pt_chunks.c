@@ -358,7 +358,10 @@ void pt_thread_exit(void *p) {
 }
 
 void pt_chunks_fork_child(void) {
-  pthread_mutex_init(&pt_free_lock, NULL);
-  pthread_mutex_init(&pt_ring_lock, NULL);
+  /* Held since pt_fork_prepare by this very thread: unlock, not re-init
+   * (TSan would take a re-made mutex as still held, and every later
+   * lock as nested in it). */
+  pthread_mutex_unlock(&pt_free_lock);
+  pthread_mutex_unlock(&pt_ring_lock);
   pt_owners = pt_owners_free = NULL; /* the parent's threads' */
 }

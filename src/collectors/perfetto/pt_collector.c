@@ -622,8 +622,8 @@ static void pt_fork_parent(void) {
 /* The parent's chunks and file are the parent's: unmap, never write. */
 static void pt_fork_child(void) {
   pt_chunks_fork_child();
-  pthread_mutex_init(&pt_dict_lock, NULL);
-  pthread_mutex_init(&pt_open_lock, NULL);
+  pthread_mutex_unlock(&pt_dict_lock); /* held since pt_fork_prepare, by this thread */
+  pthread_mutex_unlock(&pt_open_lock);
   pt_window_marked = false; /* the parent's window: in the parent's trace */
   pt_free = NULL;
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {

@@ -334,7 +334,7 @@ void pt_drain_stop(void) {
 
 void pt_drain_fork_child(void) {
   /* The parent's thread and chunks are the parent's. */
-  pthread_mutex_init(&dr.lock, NULL);
+  pthread_mutex_unlock(&dr.lock); /* held since pt_drain_fork_prepare, by this thread */
   free(dr.free_idx);
   free((void *)dr.sealed);
   free(dr.warm);
