@@ -50,25 +50,10 @@ static int one_round(const char *dispatcher) {
 }
 
 int main(int argc, char **argv) {
-  int rounds, failed = 0;
   if (argc != 4 || (strcmp(argv[1], "fake") != 0 && strcmp(argv[1], "off") != 0)) {
     printf("usage: %s fake|off <dispatcher> <rounds>\n", argv[0]);
     return 2;
   }
   expect_forwarded = strcmp(argv[1], "fake") == 0;
-  rounds = atoi(argv[3]);
-  for (int round = 0; round < rounds; round++) {
-    int status;
-    pid_t child;
-    fflush(NULL);
-    child = fork();
-    if (child == 0)
-      _exit(one_round(argv[2]));
-    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
-      printf("FAIL: round %d\n", round);
-      failed = 1;
-    }
-  }
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ptest_rounds(atoi(argv[3]), one_round, argv[2]) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -45,7 +45,8 @@ static void child_calls(void) {
   _exit(0);
 }
 
-static int one_round(void) {
+static int one_round(const char *unused) {
+  (void)unused;
   pthread_t thread;
   pid_t children[FORKS_PER_ROUND];
   int forks = 0, failed = 0;
@@ -84,25 +85,13 @@ static int one_round(void) {
 }
 
 int main(int argc, char **argv) {
-  int rounds, failed = 0;
+  int rounds, failed;
   if (argc != 2) {
     printf("usage: %s <rounds>\n", argv[0]);
     return 2;
   }
   rounds = atoi(argv[1]);
-  for (int round = 0; round < rounds; round++) {
-    int status;
-    pid_t child;
-    fflush(NULL);
-    child = fork();
-    if (child == 0)
-      _exit(one_round());
-    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
-      printf("FAIL: round %d\n", round);
-      failed = 1;
-    }
-  }
+  failed = ptest_rounds(rounds, one_round, NULL);
   if (!failed)
     printf("%d rounds of %d forks each while loading\n", rounds, FORKS_PER_ROUND);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;

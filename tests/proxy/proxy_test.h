@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Failures go to stdout: stderr belongs to the proxy and is checked by
  * run_case.sh. */
@@ -53,6 +55,26 @@ static inline int ptest_drop_references(const char *path) {
     count++;
   }
   return count;
+}
+
+/* Runs round(arg) `rounds` times, each in a fresh child process (so the
+ * proxy loads afresh each time); 0 when every child exited 0. */
+static inline int ptest_rounds(int rounds, int (*round)(const char *), const char *arg) {
+  int failed = 0;
+  for (int n = 0; n < rounds; n++) {
+    int status;
+    pid_t child;
+    fflush(NULL);
+    child = fork();
+    if (child == 0)
+      _exit(round(arg));
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      printf("FAIL: round %d\n", n);
+      failed = 1;
+    }
+  }
+  return failed;
 }
 
 #endif
