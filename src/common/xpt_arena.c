@@ -41,6 +41,8 @@ void *xpt_arena_alloc(xpt_arena_t *a, size_t size) {
 }
 
 void xpt_arena_reset(xpt_arena_t *a) {
+  /* What the next owner may find dirty in the kept chunk: up to cur if
+   * it is the newest, else all of it. */
   struct xpt_arena_chunk *keep = NULL;
   for (struct xpt_arena_chunk *c = a->chunks, *next; c; c = next) {
     next = c->next;
@@ -49,10 +51,12 @@ void xpt_arena_reset(xpt_arena_t *a) {
     else
       munmap(c, c->size);
   }
+  size_t used = keep && keep == a->chunks ? (size_t)(a->cur - (char *)keep)
+                                          : (size_t)ARENA_CHUNK;
   a->chunks = keep;
   a->cur = a->end = NULL;
   if (keep) {
-    memset((char *)keep + ARENA_HEADER, 0, ARENA_CHUNK - ARENA_HEADER);
+    memset((char *)keep + ARENA_HEADER, 0, used - ARENA_HEADER);
     keep->next = NULL;
     a->cur = (char *)keep + ARENA_HEADER;
     a->end = (char *)keep + ARENA_CHUNK;

@@ -161,8 +161,8 @@ static void xpti_proxy_load_locked(void) {
  * would run after the dispatcher's (registered later, run earlier) and
  * invert that order.  So nothing is held across fork; the child, which
  * has only the forking thread, frees the mutex unless that thread holds
- * it, and a load some other thread had begun is given up (tracing off
- * in the child; xptiTraceTryToEnable may load again). */
+ * it, and a load some other thread had begun is given up for good:
+ * tracing off in the child, said once. */
 static void xpti_proxy_after_fork_child(void) {
   if (xpti_proxy_loading)
     return; /* forked from inside our own load: we hold the mutex */

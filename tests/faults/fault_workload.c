@@ -27,7 +27,8 @@
  *     records 1 pair "work"
  *   threads N [M]: N threads, each M pairs (default PAIRS)
  *   churn N: N short threads, 4 alive at a time, 1 pair each; prints the
- *     peak RSS in KiB */
+ *     peak RSS in KiB and how many distinct thread ids they had (the
+ *     kernel reuses ids: pid_max is 32768 on small machines) */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -200,6 +201,17 @@ static void *thread_pairs(void *arg) {
   return NULL;
 }
 
+enum { TID_MAX = 1 << 22 }; /* the kernel's highest pid_max */
+static _Atomic uint64_t tids_seen[TID_MAX / 64];
+static _Atomic int distinct_tids;
+static void *churn_thread(void *arg) {
+  unsigned tid = (unsigned)syscall(SYS_gettid) % TID_MAX;
+  uint64_t bit = UINT64_C(1) << (tid % 64);
+  if (!(atomic_fetch_or(&tids_seen[tid / 64], bit) & bit))
+    atomic_fetch_add(&distinct_tids, 1);
+  return thread_pairs(arg);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "exit";
   int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -316,13 +328,14 @@ int main(int argc, char **argv) {
       pthread_t t[4];
       int k = n - i < 4 ? n - i : 4;
       for (int j = 0; j < k; j++)
-        pthread_create(&t[j], NULL, thread_pairs, (void *)(intptr_t)1);
+        pthread_create(&t[j], NULL, churn_thread, (void *)(intptr_t)1);
       for (int j = 0; j < k; j++)
         pthread_join(t[j], NULL);
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("maxrss_kib %ld\n", ru.ru_maxrss);
+    printf("distinct_tids %d\n", atomic_load(&distinct_tids));
     return 0;
   }
   fprintf(stderr, "fault_workload: unknown mode %s\n", mode);

@@ -181,6 +181,10 @@ static void *stats_grow(stats_thread_t *t, void *old, size_t old_size, size_t si
   return fresh;
 }
 
+static void *stats_hist_block_new(void *thread, size_t size) {
+  return stats_grow(thread, NULL, 0, size);
+}
+
 static void stats_thread_tables(stats_thread_t *t) {
   if ((t->rows = stats_grow(t, NULL, 0, STATS_ROWS0 * sizeof *t->rows)))
     t->rows_cap = STATS_ROWS0;
@@ -345,10 +349,7 @@ static void stats_add_span(stats_thread_t *t, stats_row_t *row, uint64_t duratio
     row->min = duration;
   if (duration > row->max)
     row->max = duration;
-  unsigned block = stats_hist_block_of(duration);
-  if (!row->hist.block[block])
-    row->hist.block[block] = stats_grow(t, NULL, 0, STATS_HIST_SUB * sizeof(uint64_t));
-  if (!row->hist.block[block] || !stats_hist_add(&row->hist, duration, 1))
+  if (!stats_hist_add_from(&row->hist, duration, 1, stats_hist_block_new, t))
     ++t->dropped;
 }
 

@@ -28,22 +28,22 @@ static void hist_bucket_range(unsigned block, unsigned sub, uint64_t *low, uint6
   *low = (UINT64_C(1) << e) + (uint64_t)sub * *width;
 }
 
-unsigned stats_hist_block_of(uint64_t value) {
-  unsigned block, sub;
-  hist_locate(value, &block, &sub);
-  return block;
-}
-
-bool stats_hist_add(stats_hist_t *h, uint64_t value, uint64_t count) {
+bool stats_hist_add_from(stats_hist_t *h, uint64_t value, uint64_t count,
+                         void *(*alloc)(void *ctx, size_t size), void *ctx) {
   unsigned block, sub;
   hist_locate(value, &block, &sub);
   if (!h->block[block]) {
-    h->block[block] = calloc(STATS_HIST_SUB, sizeof(uint64_t));
+    size_t bytes = STATS_HIST_SUB * sizeof(uint64_t);
+    h->block[block] = alloc ? alloc(ctx, bytes) : calloc(1, bytes);
     if (!h->block[block])
       return false;
   }
   h->block[block][sub] += count;
   return true;
+}
+
+bool stats_hist_add(stats_hist_t *h, uint64_t value, uint64_t count) {
+  return stats_hist_add_from(h, value, count, NULL, NULL);
 }
 
 bool stats_hist_merge(stats_hist_t *into, const stats_hist_t *from) {

@@ -10,6 +10,7 @@
 #define STATS_HIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum { STATS_HIST_SUB = 64, STATS_HIST_BLOCKS = 59 };
@@ -21,9 +22,10 @@ typedef struct stats_hist {
 
 /* Returns false when a block could not be allocated (value not counted). */
 bool stats_hist_add(stats_hist_t *h, uint64_t value, uint64_t count);
-/* The block value falls in: a caller that must not malloc fills
- * h->block[] itself (STATS_HIST_SUB zeroed counts) before the add. */
-unsigned stats_hist_block_of(uint64_t value);
+/* The same, new blocks from alloc(ctx, bytes) (zeroed memory) instead of
+ * calloc: for a caller that must not malloc (a signal handler's). */
+bool stats_hist_add_from(stats_hist_t *h, uint64_t value, uint64_t count,
+                         void *(*alloc)(void *ctx, size_t size), void *ctx);
 /* Adds every count of `from` into `into`. */
 bool stats_hist_merge(stats_hist_t *into, const stats_hist_t *from);
 /* Value at quantile q (0..1] of `total` recorded values. */
