@@ -11,11 +11,12 @@
  *   forkexec      forks a child that execs "perf_work child" (child_spin,
  *                 2 units) while the parent works (main_spin, 1 unit)
  *   child         child_spin, 2 units
- *   short N       one long thread (long_spin) and N short threads
- *                 (short_spin), equal work in all; prints each
- *                 side's CPU seconds
+ *   short N [K]   one long thread (long_spin) and N short threads
+ *                 (short_spin) of K steps (1 ms here) each, equal work
+ *                 in all; prints each side's CPU seconds
  *   sigint        its own SIGINT handler, checked after the work
- *   syscalls N    N million getppid() calls: CPU time mostly in the kernel */
+ *   syscalls N    N million getppid() calls: CPU time mostly in the kernel
+ *   thread-syscalls N   the same in a second thread */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -78,15 +79,16 @@ static void *long_worker(void *arg) {
   return NULL;
 }
 
-/* One long thread and n short ones in turn: the same CPU in both. */
-static int run_short(int n) {
+/* One long thread and n short ones in turn, each k steps of work: the
+ * same CPU in both. */
+static int run_short(int n, long k) {
   pthread_t lt;
   enum { SHORT = UNIT / 20 };
-  if (pthread_create(&lt, NULL, long_worker, (void *)(intptr_t)((long)n * SHORT)) != 0)
+  if (pthread_create(&lt, NULL, long_worker, (void *)(intptr_t)((long)n * k * SHORT)) != 0)
     return 1;
   for (int i = 0; i < n; ++i) {
     pthread_t t;
-    if (pthread_create(&t, NULL, short_worker, (void *)(intptr_t)SHORT) != 0)
+    if (pthread_create(&t, NULL, short_worker, (void *)(intptr_t)(k * SHORT)) != 0)
       return 1;
     pthread_join(t, NULL);
   }
@@ -96,6 +98,12 @@ static int run_short(int n) {
 }
 
 static void on_int(int sig) { (void)sig; }
+
+static void *syscalls_worker(void *arg) {
+  for (long i = 0; i < (long)(intptr_t)arg * 1000 * 1000; ++i)
+    syscall(SYS_getppid);
+  return NULL;
+}
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -108,6 +116,13 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "syscalls") == 0 && argc > 2) {
     for (long i = 0; i < atol(argv[2]) * 1000 * 1000; ++i)
       syscall(SYS_getppid);
+    return 0;
+  }
+  if (strcmp(mode, "thread-syscalls") == 0 && argc > 2) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, syscalls_worker, (void *)(intptr_t)atol(argv[2])) != 0)
+      return 1;
+    pthread_join(t, NULL);
     return 0;
   }
   if (strcmp(mode, "exit") == 0) {
@@ -152,7 +167,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "short") == 0 && argc > 2)
-    return run_short(atoi(argv[2]));
+    return run_short(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 1);
   if (strcmp(mode, "sigint") == 0) {
     struct sigaction sa, cur;
     memset(&sa, 0, sizeof sa);
@@ -164,6 +179,6 @@ int main(int argc, char **argv) {
     printf("sigint=own\n");
     return 0;
   }
-  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N|sigint|syscalls N\n");
+  fprintf(stderr, "usage: perf_work closefds|exit|plugin PATH [FN]|deep N|forkexec|short N [K]|sigint|syscalls N|thread-syscalls N\n");
   return 2;
 }

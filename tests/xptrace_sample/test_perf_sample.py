@@ -190,6 +190,16 @@ elif mode == "kernel":
         c.check(said, f"no diagnostic for the kernel time ({100 * kernel_share:.0f}% in the kernel): {err}")
     elif kernel_share < 0.35:
         c.check(not said, f"a kernel-time diagnostic with {100 * kernel_share:.0f}% in the kernel: {err}")
+    # The same work in a second thread: its CPU time is read from /proc
+    # while it runs (the launcher's), not at the command's end.
+    rc, out, err, st = sample("kt", work, "thread-syscalls", "2")
+    pid = re.search(r"\(pid (\d+)\)", err)
+    said = re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
+                     r"time was in the kernel", err)
+    if kernel_share >= 0.65:
+        c.check(said and pid and said.group(1) != pid.group(1), f"no diagnostic for the worker thread: {err}")
+    elif kernel_share < 0.35:
+        c.check(not said, f"a kernel-time diagnostic for the worker with {100 * kernel_share:.0f}% in the kernel: {err}")
     # Threads spinning in user space while the command's thread waits
     # (the kernel may swap its events with theirs): no such line.
     # The main thread itself may be told of: under TSan it spent 27 ms
@@ -241,10 +251,16 @@ elif mode == "forkexec":
     c.check(abs(cs - 66.7) <= 8 and child + parent >= 0.97 * n, f"fork/exec split: {st}")
     c.check("in 2 processes" in err and "process " in err, f"no per-process lines: {err}")
 elif mode == "short":
-    # One long thread and 500 short ones doing equal work: their samples
+    # One long thread and 100 short ones doing equal work: their samples
     # split as their CPU times (measured by the program: on a busy machine
-    # equal work is not equal time).
-    rc, out, err, st = sample("s", work, "short", "500")
+    # equal work is not equal time). Issue 9's +-5 at 1 kHz.
+    # The short threads run ~25 ms each here (12 or more periods on a
+    # faster CPU). The kernel starts a thread's period when the thread
+    # starts, so each thread loses what it ran of its last period: half a
+    # period on average, at most one (docs/sampler.md). Threads of ~1 period
+    # (500 of 1.2 ms here, 1 ms on CI) read 42-44 % for 50 (41.7 % on CI),
+    # as perf record does with the same events.
+    rc, out, err, st = sample("s", work, "short", "100", "20")
     c.check(rc == 0, f"exit {rc}: {err}")
     lng, sht = share(st, "long_spin"), share(st, "short_spin")
     cpu = out.split()
@@ -252,11 +268,9 @@ elif mode == "short":
     want = 100.0 * cl / (cl + cs)
     print(f"long {lng:.1f}% short {sht:.1f}% (CPU time: {want:.1f}/{100 - want:.1f})")
     c.check(len(cpu) == 5, f"no CPU times printed: {out}")
-    # +- 8: on a 2-vCPU guest with software cpu-clock events only (no PMU),
-    # ~1,100 samples split 45/55 either way between runs (8 runs, 2026-11-27).
-    c.check(abs(lng - want) <= 8 and abs(sht - (100 - want)) <= 8, f"long {lng:.1f}% short {sht:.1f}%")
+    c.check(abs(lng - want) <= 5 and abs(sht - (100 - want)) <= 5, f"long {lng:.1f}% short {sht:.1f}%")
     threads = {f[0] for f, _ in st}
-    c.check(len(threads) >= 400, f"{len(threads)} threads sampled of 501")
+    c.check(len(threads) >= 101, f"{len(threads)} threads sampled of 101")
 elif mode == "sigint":
     # Nothing of ours in the program: its SIGINT handler stays its own.
     rc, out, err, st = sample("i", work, "sigint")

@@ -196,6 +196,15 @@ void xs_thread_exit(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, uint64_t 
   th->cpu_ns = th->cpu_ns == UINT64_MAX ? cpu_ns : th->cpu_ns + cpu_ns;
 }
 
+void xs_thread_cpu(xs_session_t *s, pid_t pid, pid_t tid, uint64_t cpu_ns) {
+  uint32_t i = thread_get(s, pid, tid);
+  if (i == UINT32_MAX || cpu_ns == UINT64_MAX)
+    return;
+  xs_thread_t *th = &s->threads[i];
+  if (th->cpu_ns == UINT64_MAX || cpu_ns > th->cpu_ns)
+    th->cpu_ns = cpu_ns;
+}
+
 void xs_mapping(xs_session_t *s, pid_t pid, uint64_t t, uint64_t start, uint64_t end,
                 uint64_t pgoff, const char *path, const uint8_t *build_id, size_t build_id_len) {
   xsym_module_t *m = path && *path ? xsym_module(s->xsym, path, build_id, build_id_len) : NULL;

@@ -52,6 +52,8 @@ void xs_thread(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, const char *na
 /* A thread ended; cpu_ns: its CPU time as the kernel counted it
  * (UINT64_MAX when unknown), for the samples-vs-CPU diagnostic. */
 void xs_thread_exit(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, uint64_t cpu_ns);
+/* A thread's CPU time so far, read while it runs: the largest is kept. */
+void xs_thread_cpu(xs_session_t *s, pid_t pid, pid_t tid, uint64_t cpu_ns);
 
 /* A file (or anonymous, path "[anon]", "[vdso]"...) mapped at [start,
  * end) from file offset pgoff, from time t until a later mapping
