@@ -20,9 +20,9 @@
  * total stays within twice the live size. */
 XPTIFW_HIDDEN void retire(void *block);
 XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
-/* calloc, its pages faulted in now. */
+/* Zeroed, its pages faulted in now (huge pages from 1 MiB). */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
-/* The same on huge pages (from 1 MiB), in two steps: the allocation, then
+/* The same in two steps: the allocation, then
  * the filling, which a caller may do outside its locks. */
 XPTIFW_HIDDEN void *huge_alloc(size_t bytes, bool *huge);
 XPTIFW_HIDDEN void huge_fill(void *p, size_t bytes, bool huge);
@@ -34,7 +34,7 @@ XPTIFW_HIDDEN void pool_fork_unlock(void);
 /* Zeroed blocks made ahead by a background thread (reserve.c).  Sizes from
  * RESERVE_MIN up; want: keep count (at most 2) blocks of size ready; take:
  * a ready block of size or NULL, then keep keep ready from now on. */
-#define RESERVE_MIN ((size_t)256 << 10)
+#define RESERVE_MIN ((size_t)1 << 20) /* smaller ones: the pool */
 XPTIFW_HIDDEN void reserve_want(size_t size, unsigned count);
 XPTIFW_HIDDEN void *reserve_take(size_t size, unsigned keep);
 /* fork: the lock, innermost; the child starts a new thread when needed. */

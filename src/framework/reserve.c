@@ -4,9 +4,9 @@
  * a VM faulting in fresh pages costs more than all the rest of the
  * creation.  So blocks of the sizes the tables will ask for next (the
  * pool's 2 MiB blocks, the next size of each index) are allocated and
- * touched by one helper thread, started when the pool's first small block
- * is three quarters used: a program that makes a couple of hundred trace
- * points never starts it.  When a block is not ready the caller makes its
+ * populated by one helper thread, started when the pool's first block is a
+ * quarter used: a program that makes a few hundred trace points never
+ * starts it.  When a block is not ready the caller makes its
  * own; nothing ever waits for the thread.  The thread runs at SCHED_IDLE
  * (spare CPU only), blocks every signal (the program's handlers never run
  * on it) and holds no lock while it clears memory.  A forked child keeps

@@ -50,64 +50,65 @@ void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* Faults in the whole pages of [p, p + bytes) with one call rather than
- * one fault each as first written (an older kernel refuses: they fault as
- * used). */
+/* Faults in the pages of [p, p + bytes) with one call rather than one
+ * fault each as first written.  Rounded outward: it writes nothing, so a
+ * page shared with the allocator's other memory is safe.  An older kernel
+ * refuses: the pages then fault as used. */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 static void populate(void *p, size_t bytes) {
-  uintptr_t first = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-  uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-  if (end > first)
+  uintptr_t first = (uintptr_t)p & ~(uintptr_t)4095;
+  uintptr_t end = ((uintptr_t)p + bytes + 4095) & ~(uintptr_t)4095;
+  if (bytes)
     madvise((void *)first, end - first, MADV_POPULATE_WRITE);
 }
 
-void *zeroed_block(size_t bytes) {
-  char *p = xcalloc(1, bytes);
-  if (p)
-    populate(p, bytes);
-  return p;
-}
-
-/* The same on 2 MiB-aligned transparent huge pages, requested before the
- * first touch, rounded up to whole huge pages.  In this VM 2 MiB of 4 KiB
- * pages cost 1.1-2.3 ms to fault in, one huge page 0.2-0.6 ms or, in some
- * runs, 5-7 ms; so the reserve's thread makes them, off every caller's
- * path.  A probe into a large index on huge pages also misses no page
- * walk.  Below 1 MiB, clearing a whole huge page costs more than it saves.
- * Heap memory, so leak checkers still see the pointers it holds. */
+/* Fresh memory is what creation pays for in a VM.  On this machine kind (a
+ * guest whose page tables the host shadows) 16 MiB cost 65-82 ms written
+ * page by page, 41-50 ms populated on 4 KiB pages (each page still traps
+ * at its first write) and 1.7-2.2 ms populated on transparent huge pages.
+ * So blocks of 1 MiB and more are 2 MiB-aligned huge pages, asked for
+ * before the first touch and populated in one call.  Heap memory, so leak
+ * checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
 void *huge_alloc(size_t bytes, bool *huge) {
   size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
   void *p = NULL;
   *huge = bytes >= HUGE_PAGE / 2 && posix_memalign(&p, HUGE_PAGE, rounded) == 0;
   if (!*huge)
-    return xcalloc(1, bytes);
+    return malloc(bytes);
   madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine if refused */
   return p;
 }
 
 void huge_fill(void *p, size_t bytes, bool huge) {
-  if (huge)
-    memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
-  else
-    populate(p, bytes); /* calloc'ed */
+  (void)huge;
+  populate(p, bytes);   /* then cleared without a fault */
+  memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
 }
 
-/* The pool: the tables' smaller blocks (arena chunks, small indexes and
- * id segments) carved from shared 2 MiB huge-page blocks.  The reserve's
- * thread makes the next one ahead of need (asked when a block is half
- * used), so a thread creating trace points neither faults nor clears pages
- * while the reserve keeps up.  When it has none ready the creating thread
- * takes 256 KiB of small pages (faulted in with one call) rather than wait
- * or make a huge page itself: here a huge page costs 0.2-0.6 ms, but in
- * some runs 5-7 ms (the host backing it), and a thread making a trace
- * point should not stall that long.  The first block is a small one faulted as
- * used, so a program that makes a few trace points touches a few pages and
- * never starts the reserve.  Blocks live for the process. */
+void *zeroed_block(size_t bytes) {
+  bool huge;
+  void *p = huge_alloc(bytes, &huge);
+  if (!p) {
+    static _Atomic bool said;
+    report_once(&said, "xpti: out of memory");
+    return NULL;
+  }
+  huge_fill(p, bytes, huge);
+  return p;
+}
+
+/* The pool: the tables' blocks below RESERVE_MIN (arena chunks, indexes and
+ * id segments) carved from shared 2 MiB huge-page blocks.  The first is
+ * made by the first caller (0.2-0.4 ms here, against ~2 ms for 256 KiB
+ * faulted page by page); the reserve's thread keeps the next two ready
+ * (asked when a block is a quarter used: its thread may take a millisecond
+ * to be scheduled, and 10,000 trace points fill a block in ~0.6 ms), so a
+ * program that makes a few hundred trace points never starts it.  When
+ * none is ready the caller makes its own.  Blocks live for the process. */
 #define POOL_BLOCK HUGE_PAGE
-#define POOL_SMALL ((size_t)256 << 10)
 static struct {
   pthread_mutex_t lock;
   char *cur, *mark, *end; /* mark: where the next block is asked for */
@@ -117,23 +118,20 @@ static void *pool_alloc(size_t bytes) {
   bytes = (bytes + 63) & ~(size_t)63;
   pthread_mutex_lock(&g_pool.lock);
   if ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
-    size_t size = POOL_BLOCK;
-    char *block = g_pool.end ? reserve_take(POOL_BLOCK, 1) : NULL;
-    if (!block) /* the first lazily; later ones are used at once */
-      block = g_pool.end ? zeroed_block(size = POOL_SMALL) : xcalloc(1, size = POOL_SMALL);
-    if (!block) {
+    char *block = g_pool.end ? reserve_take(POOL_BLOCK, 2) : NULL;
+    if (!block && (block = zeroed_block(POOL_BLOCK)) == NULL) {
       pthread_mutex_unlock(&g_pool.lock);
       return NULL;
     }
     retire(block);
     g_pool.cur = block;
-    g_pool.end = block + size;
-    g_pool.mark = block + (size == POOL_BLOCK ? size / 2 : size / 4 * 3);
+    g_pool.end = block + POOL_BLOCK;
+    g_pool.mark = block + POOL_BLOCK / 4;
   }
   char *p = g_pool.cur;
   g_pool.cur += bytes;
   if (g_pool.cur >= g_pool.mark && p < g_pool.mark)
-    reserve_want(POOL_BLOCK, 1);
+    reserve_want(POOL_BLOCK, 2);
   pthread_mutex_unlock(&g_pool.lock);
   return p;
 }
@@ -142,8 +140,7 @@ void pool_fork_lock(void) { pthread_mutex_lock(&g_pool.lock); }
 void pool_fork_unlock(void) { pthread_mutex_unlock(&g_pool.lock); }
 
 /* A zeroed block kept for the process: from the pool when small, else from
- * the reserve when one is ready (asked ahead by the caller), else made here
- * on small pages. */
+ * the reserve when one is ready (asked ahead by the caller), else made here. */
 static void *kept_block(size_t bytes) {
   if (bytes < RESERVE_MIN)
     return pool_alloc(bytes);
