@@ -107,23 +107,38 @@ void *zeroed_block(size_t bytes) {
  * (asked when a block is a quarter used: its thread may take a millisecond
  * to be scheduled, and 10,000 trace points fill a block in ~0.6 ms), so a
  * program that makes a few hundred trace points never starts it.  When
- * none is ready the caller makes its own.  Blocks live for the process. */
+ * none is ready the caller makes its own, outside the lock (a huge page
+ * takes 4-8 ms in some runs here), and a block made while another thread's
+ * came first is the next one.  Blocks live for the process. */
 #define POOL_BLOCK HUGE_PAGE
 static struct {
   pthread_mutex_t lock;
   char *cur, *mark, *end; /* mark: where the next block is asked for */
+  char *spare;            /* a block made while another thread's came first */
 } g_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *pool_alloc(size_t bytes) {
   bytes = (bytes + 63) & ~(size_t)63;
   pthread_mutex_lock(&g_pool.lock);
-  if ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
-    char *block = g_pool.end ? reserve_take(POOL_BLOCK, 2) : NULL;
-    if (!block && (block = zeroed_block(POOL_BLOCK)) == NULL) {
+  while ((size_t)(g_pool.end - g_pool.cur) < bytes) { /* the rest of the block is left */
+    char *block = g_pool.spare;
+    g_pool.spare = NULL;
+    if (!block && g_pool.end && (block = reserve_take(POOL_BLOCK, 2)) != NULL)
+      retire(block);
+    if (!block) { /* made outside the lock: other threads go on meanwhile */
       pthread_mutex_unlock(&g_pool.lock);
-      return NULL;
+      block = zeroed_block(POOL_BLOCK);
+      pthread_mutex_lock(&g_pool.lock);
+      if (!block) {
+        pthread_mutex_unlock(&g_pool.lock);
+        return NULL;
+      }
+      retire(block);
+      if ((size_t)(g_pool.end - g_pool.cur) >= bytes && !g_pool.spare) {
+        g_pool.spare = block; /* another thread's block came first: ours is next */
+        break;
+      }
     }
-    retire(block);
     g_pool.cur = block;
     g_pool.end = block + POOL_BLOCK;
     g_pool.mark = block + POOL_BLOCK / 4;
