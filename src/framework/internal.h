@@ -24,8 +24,8 @@ XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 /* The same in two steps: the allocation, then
  * the filling, which a caller may do outside its locks. */
-XPTIFW_HIDDEN void *huge_alloc(size_t bytes, bool *huge);
-XPTIFW_HIDDEN void huge_fill(void *p, size_t bytes, bool huge);
+XPTIFW_HIDDEN void *huge_alloc(size_t bytes);
+XPTIFW_HIDDEN void huge_fill(void *p, size_t bytes);
 
 /* The pool's lock (tables.c), taken in the fork order below. */
 XPTIFW_HIDDEN void pool_fork_lock(void);

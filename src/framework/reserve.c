@@ -68,11 +68,10 @@ static void *reserve_main(void *arg) {
      * filling runs outside it, so that a fork never waits for this
      * thread to be given a CPU, nor do callers, who never wait at all. */
     pthread_mutex_lock(&g_res.work);
-    bool huge;
-    void *block = huge_alloc(size, &huge);
+    void *block = huge_alloc(size);
     pthread_mutex_unlock(&g_res.work);
     if (block)
-      huge_fill(block, size, huge);
+      huge_fill(block, size);
     pthread_mutex_lock(&g_res.work);
     pthread_mutex_lock(&g_res.lock);
     if (!block)

@@ -72,31 +72,28 @@ static void populate(void *p, size_t bytes) {
  * before the first touch and populated in one call.  Heap memory, so leak
  * checkers still see the pointers it holds. */
 #define HUGE_PAGE ((size_t)2 << 20)
-void *huge_alloc(size_t bytes, bool *huge) {
+void *huge_alloc(size_t bytes) {
   size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
   void *p = NULL;
-  *huge = bytes >= HUGE_PAGE / 2 && posix_memalign(&p, HUGE_PAGE, rounded) == 0;
-  if (!*huge)
+  if (bytes < HUGE_PAGE / 2 || posix_memalign(&p, HUGE_PAGE, rounded) != 0)
     return malloc(bytes);
   madvise(p, rounded, MADV_HUGEPAGE); /* a hint: fine if refused */
   return p;
 }
 
-void huge_fill(void *p, size_t bytes, bool huge) {
-  (void)huge;
+void huge_fill(void *p, size_t bytes) {
   populate(p, bytes);   /* then cleared without a fault */
   memset(p, 0, bytes); /* not always fresh memory: the allocator's to choose */
 }
 
 void *zeroed_block(size_t bytes) {
-  bool huge;
-  void *p = huge_alloc(bytes, &huge);
+  void *p = huge_alloc(bytes);
   if (!p) {
     static _Atomic bool said;
     report_once(&said, "xpti: out of memory");
     return NULL;
   }
-  huge_fill(p, bytes, huge);
+  huge_fill(p, bytes);
   return p;
 }
 
