@@ -81,10 +81,16 @@ elif mode == "overrun":
         cpu = main.get("cpu_ns", 0) * 1e-9
         w = total_weight(rec)
         signals = len([s for s in rec.samples if s[1] == 0])
-        c.check(cpu >= 0.5, f"main thread CPU {cpu:.3f} s")
-        c.check(0.9 * cpu * 1000 <= w <= 1.1 * cpu * 1000,
-                f"{w} weighted samples ({signals} signals) for {cpu:.3f} s of CPU at 1 kHz")
-        c.check(weight_of(rec, "main_spin") >= 0.9 * w, f"main_spin {weight_of(rec, 'main_spin')} of {w}")
+        # The truth is main_spin's 600 ms of thread CPU (it spins on that
+        # clock).  The thread's total also holds what ran before the timer
+        # was armed (the loader, and ASan's start-up: 72 ms in one CI run),
+        # which no timer can see: it bounds the total from above only.
+        spin = weight_of(rec, "main_spin")
+        c.check(cpu >= 0.6, f"main thread CPU {cpu:.3f} s")
+        c.check(0.9 * 600 <= spin <= 1.1 * 600,
+                f"main_spin {spin} weighted samples ({signals} signals in all) for 0.600 s of CPU at 1 kHz")
+        c.check(w <= 1.1 * cpu * 1000, f"{w} weighted samples for {cpu:.3f} s of CPU at 1 kHz")
+        c.check(spin >= 0.9 * w, f"main_spin {spin} of {w}")
         c.check(main.get("weight", (0, 0))[0] == w, f"thread total {main.get('weight')} vs samples {w}")
 
 elif mode == "sigint":
