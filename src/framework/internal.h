@@ -23,9 +23,11 @@ XPTIFW_HIDDEN void *xcalloc(size_t n, size_t size);
 /* Zeroed, its pages faulted in now (huge pages from 1 MiB). */
 XPTIFW_HIDDEN void *zeroed_block(size_t bytes);
 /* The same in two steps: the allocation, then
- * the filling, which a caller may do outside its locks. */
+ * the filling, which a caller may do outside its locks; huge_free gives
+ * back a block of the same size never handed out. */
 XPTIFW_HIDDEN void *huge_alloc(size_t bytes);
 XPTIFW_HIDDEN void huge_fill(void *p, size_t bytes);
+XPTIFW_HIDDEN void huge_free(void *p, size_t bytes);
 
 /* The pool's lock (tables.c), taken in the fork order below. */
 XPTIFW_HIDDEN void pool_fork_lock(void);
@@ -133,10 +135,12 @@ static inline uint64_t hash_mix(uint64_t h) {
 
 /* ---- open-addressing index of pointers ------------------------------- */
 /* Each slot packs a pointer (x86-64/AArch64 user space: < 2^48) with the
- * top 16 bits of its hash, so a probe rejects non-matching slots without
+ * low 16 bits of its hash, so a probe rejects non-matching slots without
  * touching the element: one cache miss for the slot, one for the match.
- * The full hashes sit in a second array that only growth reads, so
- * rehashing streams through two arrays instead of visiting every element.
+ * An element's home is the top bits of its hash, so the home in a twice as
+ * large index is 2*home or 2*home+1: growth writes the new index in the
+ * order it reads the old one, streaming through both.  The full hashes sit
+ * in a second array that only growth reads, so it never visits elements.
  *
  * Lock-free on both sides: an insert claims an empty slot with a CAS; no
  * slot is ever emptied.  Growth (one thread at a time, under the owner's
@@ -149,14 +153,19 @@ static inline uint64_t hash_mix(uint64_t h) {
 #define HINDEX_FROZEN 1ull
 typedef struct hindex {
   uint64_t mask;
+  unsigned shift;         /* 64 - log2(mask + 1): hash >> shift is the home */
   _Atomic uint64_t *hash; /* [mask + 1]: 0 until the inserter wrote it */
   _Atomic uint64_t slot[];
 } hindex_t;
+static inline uint64_t hindex_home(const hindex_t *h, uint64_t hash) {
+  return hash >> h->shift;
+}
+static inline uint64_t hindex_tag(uint64_t hash) { return hash << 48; }
 static inline void *hindex_ptr(uint64_t v) {
   return (void *)(uintptr_t)(v & ~(HINDEX_TAG_BITS | HINDEX_FROZEN));
 }
 static inline bool hindex_tag_matches(uint64_t v, uint64_t hash) {
-  return ((v ^ hash) & HINDEX_TAG_BITS) == 0;
+  return ((v ^ hindex_tag(hash)) & HINDEX_TAG_BITS) == 0;
 }
 XPTIFW_HIDDEN hindex_t *hindex_new(uint64_t slots);
 /* Growth reads an element's hash when the inserter had not yet written it. */
@@ -181,12 +190,12 @@ static inline void *hindex_insert(_Atomic(hindex_t *) *where, pthread_mutex_t *l
                                   void *element, uint64_t hash,
                                   bool (*eq)(const void *found, const void *key),
                                   const void *key, uint64_t initial_slots) {
-  uint64_t packed = (uint64_t)(uintptr_t)element | (hash & HINDEX_TAG_BITS);
+  uint64_t packed = (uint64_t)(uintptr_t)element | hindex_tag(hash);
   for (;;) {
     hindex_t *h = hindex_current(where, initial_slots, lock);
     if (UNLIKELY(!h))
       return NULL;
-    for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+    for (uint64_t i = hindex_home(h, hash);; i = (i + 1) & h->mask) {
       uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
       if (v == 0) {
         if (atomic_compare_exchange_strong_explicit(&h->slot[i], &v, packed,
@@ -214,7 +223,7 @@ static inline void *hindex_find(_Atomic(hindex_t *) *where, uint64_t hash,
                                 const void *key) {
   hindex_t *h = atomic_load_explicit(where, memory_order_acquire);
   while (h) {
-    for (uint64_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+    for (uint64_t i = hindex_home(h, hash);; i = (i + 1) & h->mask) {
       uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
       if (v == 0)
         return NULL;

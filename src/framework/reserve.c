@@ -79,7 +79,7 @@ static void *reserve_main(void *arg) {
     else if (e->size == size && e->ready < e->want && e->ready < 2)
       e->block[e->ready++] = block, block = NULL;
     pthread_mutex_unlock(&g_res.lock);
-    free(block); /* no longer wanted */
+    huge_free(block, size); /* no longer wanted */
     pthread_mutex_unlock(&g_res.work);
     pthread_mutex_lock(&g_res.lock);
   }
