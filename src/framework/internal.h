@@ -89,9 +89,10 @@ typedef struct idvec {
 } idvec_t;
 
 static inline _Atomic(void *) *idvec_slot(const idvec_t *v, uint64_t id, bool *present) {
+  /* any id, a caller's garbage too: none past the segments, none wrapped */
   uint64_t i = id + (1u << IDVEC_BASE_LOG);
-  unsigned k = 63u - (unsigned)__builtin_clzll(i) - IDVEC_BASE_LOG;
-  if (UNLIKELY(k >= IDVEC_SEGMENTS)) {
+  unsigned k = 63u - (unsigned)__builtin_clzll(i | 1) - IDVEC_BASE_LOG;
+  if (UNLIKELY(k >= IDVEC_SEGMENTS || i < id)) {
     *present = false;
     return NULL;
   }
@@ -139,8 +140,10 @@ static inline uint64_t hash_mix(uint64_t h) {
  * touching the element: one cache miss for the slot, one for the match.
  * An element's home is the top bits of its hash, so the home in a twice as
  * large index is 2*home or 2*home+1: growth writes the new index in the
- * order it reads the old one, streaming through both.  The full hashes sit
- * in a second array that only growth reads, so it never visits elements.
+ * order it reads the old one, streaming through both.  The full hash sits
+ * beside each slot for growth, which so never visits elements: an insert
+ * writes one cache line, where a second array of hashes took two (with
+ * threads creating at once, each a miss to the other core).
  *
  * Lock-free on both sides: an insert claims an empty slot with a CAS; no
  * slot is ever emptied.  Growth (one thread at a time, under the owner's
@@ -151,11 +154,14 @@ static inline uint64_t hash_mix(uint64_t h) {
  * reader that meets one looks again in the newest index. */
 #define HINDEX_TAG_BITS 0xffff000000000000ull
 #define HINDEX_FROZEN 1ull
+typedef struct hindex_entry {
+  _Atomic uint64_t slot;
+  _Atomic uint64_t hash; /* 0 until the inserter wrote it */
+} hindex_entry_t;
 typedef struct hindex {
   uint64_t mask;
-  unsigned shift;         /* 64 - log2(mask + 1): hash >> shift is the home */
-  _Atomic uint64_t *hash; /* [mask + 1]: 0 until the inserter wrote it */
-  _Atomic uint64_t slot[];
+  unsigned shift; /* 64 - log2(mask + 1): hash >> shift is the home */
+  hindex_entry_t e[];
 } hindex_t;
 static inline uint64_t hindex_home(const hindex_t *h, uint64_t hash) {
   return hash >> h->shift;
@@ -196,12 +202,12 @@ static inline void *hindex_insert(_Atomic(hindex_t *) *where, pthread_mutex_t *l
     if (UNLIKELY(!h))
       return NULL;
     for (uint64_t i = hindex_home(h, hash);; i = (i + 1) & h->mask) {
-      uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+      uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
       if (v == 0) {
-        if (atomic_compare_exchange_strong_explicit(&h->slot[i], &v, packed,
+        if (atomic_compare_exchange_strong_explicit(&h->e[i].slot, &v, packed,
                                                     memory_order_acq_rel,
                                                     memory_order_acquire)) {
-          atomic_store_explicit(&h->hash[i], hash, memory_order_relaxed);
+          atomic_store_explicit(&h->e[i].hash, hash, memory_order_relaxed);
           return element;
         }
         /* v is now what another thread stored there: look at it */
@@ -217,6 +223,14 @@ static inline void *hindex_insert(_Atomic(hindex_t *) *where, pthread_mutex_t *l
   }
 }
 
+/* Starts the load of hash's home slot, so that its miss overlaps other
+ * work: a caller about to look up several keys asks for all of them first. */
+static inline void hindex_prefetch(_Atomic(hindex_t *) *where, uint64_t hash) {
+  hindex_t *h = atomic_load_explicit(where, memory_order_acquire);
+  if (h)
+    __builtin_prefetch(&h->e[hindex_home(h, hash)], 0, 3);
+}
+
 /* Lock-free lookup: the equal element or NULL. */
 static inline void *hindex_find(_Atomic(hindex_t *) *where, uint64_t hash,
                                 bool (*eq)(const void *found, const void *key),
@@ -224,7 +238,7 @@ static inline void *hindex_find(_Atomic(hindex_t *) *where, uint64_t hash,
   hindex_t *h = atomic_load_explicit(where, memory_order_acquire);
   while (h) {
     for (uint64_t i = hindex_home(h, hash);; i = (i + 1) & h->mask) {
-      uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+      uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
       if (v == 0)
         return NULL;
       if (v == HINDEX_FROZEN) { /* copied: anything newer is in the new index */
@@ -252,9 +266,11 @@ typedef struct intern_entry {
 
 typedef struct intern_table {
   _Atomic(hindex_t *) slots;
-  _Atomic uint32_t count; /* ids handed out: 0..count-1 (a lost race leaves a gap) */
   idvec_t by_id;
   pthread_mutex_t lock; /* growth of slots */
+  /* ids handed out: 0..count-1 (a lost race leaves a gap); on a line of
+   * its own, away from what every lookup reads */
+  _Alignas(64) _Atomic uint32_t count;
 } intern_table_t;
 
 /* Returns the id of (data,len,tag), inserting a copy when new;

@@ -55,10 +55,12 @@ XPTI_EXPORT_API xpti_object_data_t xptiLookupObject(int32_t id) {
 
 static struct {
   _Atomic(hindex_t *) slots;
-  _Atomic uint64_t count; /* universal IDs handed out: 1..count */
   idvec_t by_uid;
   pthread_mutex_t lock;     /* growth of slots */
   pthread_mutex_t md_lock;  /* metadata writers */
+  /* universal IDs handed out: 1..count; on a line of its own, away from
+   * what every lookup reads */
+  _Alignas(64) _Atomic uint64_t count;
 } g_reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .md_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic uint64_t g_epoch = 1; /* bumped by xptiReset */
@@ -270,14 +272,14 @@ static tracepoint_t *tp_create(const xpti_payload_t *p, const tp_probe_t *q, uin
   ev->reserved.framework_private[0] = tp; /* marks events the framework owns */
   ev->flags = XPTI_EVENT_UID_AVAILABLE | XPTI_EVENT_TYPE_AVAILABLE |
               XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE | XPTI_EVENT_PAYLOAD_AVAILABLE;
-  if (!idvec_set(&g_reg.by_uid, uid, tp)) {
+  if (!idvec_set(&g_reg.by_uid, uid - 1, tp)) {
     arena_unalloc(a, tp, sizeof *tp);
     return NULL;
   }
   tracepoint_t *in = hindex_insert(&g_reg.slots, &g_reg.lock, tp, q->hash, tp_equals, q,
                                    TP_INITIAL_SLOTS);
   if (in != tp) { /* created by another thread meanwhile, or no memory */
-    idvec_set(&g_reg.by_uid, uid, NULL);
+    idvec_set(&g_reg.by_uid, uid - 1, NULL);
     arena_unalloc(a, tp, sizeof *tp);
     return in;
   }
@@ -316,8 +318,16 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
     if (!probe_make(payload, fallback_name, &q))
       return NULL;
     tp = hindex_find(&g_reg.slots, q.hash, tp_equals, &q);
-    if (UNLIKELY(!tp) && !(tp = tp_create(payload, &q, event_type, activity)))
-      return NULL;
+    if (UNLIKELY(!tp)) {
+      /* A new one looks up both its strings: their index misses overlap
+       * (with threads creating at once, each a miss to the other core). */
+      if (q.name)
+        hindex_prefetch(&g_strings.slots, q.name_hash);
+      if (q.file)
+        hindex_prefetch(&g_strings.slots, q.file_hash);
+      if (!(tp = tp_create(payload, &q, event_type, activity)))
+        return NULL;
+    }
     if (slot)
       *slot = (tp_cache_entry_t){name, file, code, line_column, epoch, tp};
   }
@@ -349,10 +359,10 @@ XPTI_EXPORT_API xpti_trace_event_data_t *xptiMakeEvent(const char *name, xpti_pa
   return &tp->event;
 }
 
+/* by_uid holds universal ID u at u - 1: a thread's block of IDs (8m+1 ..
+ * 8m+8) is then one cache line, not two shared with another thread's. */
 static inline tracepoint_t *tp_by_uid(uint64_t uid) {
-  if (uid == 0 || uid > atomic_load_explicit(&g_reg.count, memory_order_acquire))
-    return NULL;
-  return idvec_get(&g_reg.by_uid, uid);
+  return uid ? idvec_get(&g_reg.by_uid, uid - 1) : NULL;
 }
 
 tracepoint_t *tracepoint_from_event(const xpti_trace_event_data_t *event) {

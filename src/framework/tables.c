@@ -71,11 +71,10 @@ static void populate(void *p, size_t bytes) {
  * at its first write) and 1.7-2.2 ms populated on transparent huge pages.
  * So blocks of 1 MiB and more are 2 MiB-aligned huge pages, asked for
  * before the first touch and populated in one call.  They are mappings of
- * their own: the kernel hands them out cleared, where heap memory had to be
- * cleared again (a 2 MiB block: ~0.11 ms mapped against 0.3-0.5 ms from
- * posix_memalign, which also took ~12 ms on some requests here).  Under
- * ASan they stay heap blocks, which LeakSanitizer scans for the pointers
- * they hold. */
+ * their own: posix_memalign took ~6 ms for every 2 MiB block in some
+ * processes here (faulted on 4 KiB pages, the huge-page hint lost), 0.3-0.5
+ * ms in others.  Under ASan they stay heap blocks, which LeakSanitizer
+ * scans for the pointers they hold. */
 #define HUGE_PAGE ((size_t)2 << 20)
 #if defined(__SANITIZE_ADDRESS__)
 #define HUGE_FROM_HEAP 1
@@ -115,9 +114,11 @@ void *huge_alloc(size_t bytes) {
 }
 
 void huge_fill(void *p, size_t bytes) {
-  populate(p, bytes); /* mapped: the kernel hands the pages over cleared */
-  if (!huge_mapped(bytes))
-    memset(p, 0, bytes); /* heap memory, not always fresh: cleared, now without faults */
+  populate(p, bytes);
+  /* Written even when fresh from the kernel: untouched after populating,
+   * a creating thread's first writes made serial creation 221-232 ->
+   * 340-405 ns per trace point here (run_test, medians of 15-25). */
+  memset(p, 0, bytes);
 }
 
 void huge_free(void *p, size_t bytes) {
@@ -299,7 +300,7 @@ uint64_t hash_bytes(const void *data, size_t len, uint64_t seed) {
 }
 
 static size_t hindex_bytes(uint64_t slots) {
-  return sizeof(hindex_t) + slots * (sizeof(uint64_t) + sizeof(uint64_t));
+  return sizeof(hindex_t) + slots * sizeof(hindex_entry_t);
 }
 
 hindex_t *hindex_new(uint64_t slots) {
@@ -307,7 +308,6 @@ hindex_t *hindex_new(uint64_t slots) {
   if (h) {
     h->mask = slots - 1;
     h->shift = 64u - (unsigned)__builtin_ctzll(slots);
-    h->hash = (_Atomic uint64_t *)&h->slot[slots];
   }
   return h;
 }
@@ -340,19 +340,19 @@ void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, pthread_mutex_t *
     /* A filled slot never changes (inserts only CAS an empty one), so only
      * empty slots are frozen, and every probe ends at one: no insert lands
      * in this index any more.  Half the locked operations of freezing all. */
-    uint64_t v = atomic_load_explicit(&h->slot[i], memory_order_acquire);
-    if (!v && atomic_compare_exchange_strong_explicit(&h->slot[i], &v, HINDEX_FROZEN,
+    uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
+    if (!v && atomic_compare_exchange_strong_explicit(&h->e[i].slot, &v, HINDEX_FROZEN,
                                                       memory_order_acq_rel, memory_order_acquire))
       continue;
     /* v: the element there, or the one an inserter put there first */
-    uint64_t hash = atomic_load_explicit(&h->hash[i], memory_order_relaxed);
+    uint64_t hash = atomic_load_explicit(&h->e[i].hash, memory_order_relaxed);
     if (!hash) /* its inserter has not written it yet (or it is 0) */
       hash = element_hash(hindex_ptr(v));
     uint64_t j = hindex_home(bigger, hash);
-    while (atomic_load_explicit(&bigger->slot[j], memory_order_relaxed))
+    while (atomic_load_explicit(&bigger->e[j].slot, memory_order_relaxed))
       j = (j + 1) & bigger->mask;
-    atomic_store_explicit(&bigger->hash[j], hash, memory_order_relaxed);
-    atomic_store_explicit(&bigger->slot[j], v, memory_order_relaxed);
+    atomic_store_explicit(&bigger->e[j].hash, hash, memory_order_relaxed);
+    atomic_store_explicit(&bigger->e[j].slot, v, memory_order_relaxed);
   }
   atomic_store_explicit(where, bigger, memory_order_release);
   pthread_mutex_unlock(lock); /* h stays: readers may still be probing it */
