@@ -125,6 +125,13 @@ static void win_fork_child(void) {
   int running = 2;
   if (!atomic_compare_exchange_strong(&s->win_state, &running, 1))
     return; /* not started, or another copy's handler restarted it */
+  /* Closed before the child's code runs on, not when its controller gets
+   * a CPU: its first window is a delay away.  The child has one thread
+   * here, so the list needs no lock, and the callbacks in their
+   * registration form (time 0) only store a flag. */
+  atomic_store(&s->win_open, false);
+  for (unsigned i = 0; i < s->win_nfns && i < XPT_WINDOW_FNS; ++i)
+    s->win_fns[i](false, 0);
   win_launch(s);
   atomic_store(&s->win_state, 2);
 }

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 /* Called on the controller thread at each change, with the time
- * (CLOCK_MONOTONIC ns); at registration with the state then (time 0). */
+ * (CLOCK_MONOTONIC ns); at registration with the state then (time 0); in
+ * a forked child, closed (time 0) from the fork handler: store only. */
 typedef void (*xpt_window_fn)(bool open, uint64_t mono_ns);
 
 /* Whether XPTRACE_PERIODS asks for windows (read once; a malformed value
