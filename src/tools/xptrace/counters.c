@@ -6,6 +6,8 @@
  * children, give the process totals at the end.  Only changes are kept;
  * the trace is written once the program has ended. */
 #include <dirent.h>
+#include <stdio.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -224,6 +226,38 @@ static bool status_field(const char *line, const char *key, int64_t *v) {
   return true;
 }
 
+/* The kernel's run time of a thread in ns (schedstat), else its user and
+ * system ticks (stat); UINT64_MAX when it is gone. */
+uint64_t counters_thread_cpu_ns(pid_t pid, pid_t tid) {
+  char path[64], buf[1024];
+  unsigned long long ns;
+  snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (n > 0) {
+    buf[n] = '\0';
+    if (sscanf(buf, "%llu", &ns) == 1)
+      return ns;
+  }
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return UINT64_MAX;
+  buf[n] = '\0';
+  /* After "(comm)": state is field 3, utime and stime fields 14 and 15. */
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return UINT64_MAX;
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? (ut + st) * (1000000000ull / (unsigned long long)hz) : UINT64_MAX;
+}
+
 static void poll_thread(struct xpt_counters *c, int32_t tid, uint64_t ts) {
   char dir[96], path[128], buf[1024];
   snprintf(dir, sizeof dir, "/proc/%d/task/%d", (int)c->pid, (int)tid);
@@ -231,16 +265,12 @@ static void poll_thread(struct xpt_counters *c, int32_t tid, uint64_t ts) {
   if (!t)
     return;
   int64_t val[3] = {-1, -1, -1};
-  snprintf(path, sizeof path, "%s/schedstat", dir);
+  uint64_t ns = counters_thread_cpu_ns(c->pid, tid);
+  if (ns != UINT64_MAX && ns <= INT64_MAX)
+    val[T_CPU] = (int64_t)ns;
+  snprintf(path, sizeof path, "%s/status", dir);
   FILE *f = fopen(path, "re");
   if (f) {
-    long long ns;
-    if (fscanf(f, "%lld", &ns) == 1)
-      val[T_CPU] = ns;
-    fclose(f);
-  }
-  snprintf(path, sizeof path, "%s/status", dir);
-  if ((f = fopen(path, "re"))) {
     int64_t vol = -1, invol = -1, x;
     while (fgets(buf, sizeof buf, f)) {
       if (status_field(buf, "voluntary_ctxt_switches", &x))

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -26,5 +27,8 @@ void counters_start(struct xpt_counters *c, pid_t pid);
 void counters_finish(struct xpt_counters *c, const char *dir, const char *token);
 /* `xptrace avail`: every counter, whether this machine offers it. */
 void counters_avail(FILE *out);
+/* The kernel's run time of a thread in ns (schedstat), else its user and
+ * system ticks (stat); UINT64_MAX when it is gone.  Also the sampler's. */
+uint64_t counters_thread_cpu_ns(pid_t pid, pid_t tid);
 
 #endif /* XPTRACE_COUNTERS_H */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "sample_perf_unwind.h"
 #include "samples.h"
 
@@ -69,42 +70,10 @@ static void live_exit(perf_state_t *s, pid_t tid) {
     }
 }
 
-/* The kernel's run time of a thread in ns (schedstat), else its user and
- * system ticks (stat); UINT64_MAX when it is gone. */
-static uint64_t thread_cpu_ns(pid_t pid, pid_t tid) {
-  char path[64], buf[1024];
-  unsigned long long ns;
-  snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-  if (fd >= 0)
-    close(fd);
-  if (n > 0) {
-    buf[n] = '\0';
-    if (sscanf(buf, "%llu", &ns) == 1)
-      return ns;
-  }
-  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-  if (fd >= 0)
-    close(fd);
-  if (n <= 0)
-    return UINT64_MAX;
-  buf[n] = '\0';
-  /* After "(comm)": state is field 3, utime and stime fields 14 and 15. */
-  const char *p = strrchr(buf, ')');
-  unsigned long long ut, st;
-  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-    return UINT64_MAX;
-  long hz = sysconf(_SC_CLK_TCK);
-  return hz > 0 ? (ut + st) * (1000000000ull / (unsigned long long)hz) : UINT64_MAX;
-}
-
 static void live_refresh(perf_state_t *s) {
   for (size_t k = 0; k < LIVE_PER_ROUND && s->nlive; ++k) {
     size_t i = s->next_live++ % s->nlive;
-    uint64_t ns = thread_cpu_ns(s->live[i].pid, s->live[i].tid);
+    uint64_t ns = counters_thread_cpu_ns(s->live[i].pid, s->live[i].tid);
     if (ns == UINT64_MAX)
       live_remove(s, i); /* gone before its EXIT record was read */
     else
@@ -561,7 +530,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
     if (r == 0 && si.si_pid == pid) {
       if (s.session)
-        xs_thread_cpu(s.session, pid, pid, thread_cpu_ns(pid, pid));
+        xs_thread_cpu(s.session, pid, pid, counters_thread_cpu_ns(pid, pid));
       pid_t w;
       while ((w = wait4(pid, &status, 0, &ru)) < 0 && errno == EINTR)
         ;
