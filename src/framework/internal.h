@@ -147,22 +147,20 @@ static inline uint64_t hash_mix(uint64_t h) {
  *
  * Lock-free on both sides: an insert claims an empty slot with a CAS; no
  * slot is ever emptied.  Growth (one thread at a time, under the owner's
- * grow lock) marks the old index frozen, then copies it.  An insert reads
- * the mark after its CAS (both sequentially consistent): it either sees
- * it, waits for the growth and inserts again in the new index (where it
- * finds its own element when the copy had it), or its CAS came first and
- * the copy reads it.  A reader that misses looks again when a newer index
- * was published meanwhile.  (Freezing each empty slot with a CAS instead
- * cost half the growth.) */
+ * grow lock) freezes every empty slot of the old index (bit 0: elements
+ * are 8-aligned) as it copies it, so a late insert cannot land in a copied
+ * table: every probe ends at an empty slot, and an inserter that meets a
+ * frozen one waits for the grow lock and retries in the new index; a
+ * reader that meets one looks again in the newest index. */
 #define HINDEX_TAG_BITS 0xffff000000000000ull
+#define HINDEX_FROZEN 1ull
 typedef struct hindex_entry {
   _Atomic uint64_t slot;
   _Atomic uint64_t hash; /* 0 until the inserter wrote it */
 } hindex_entry_t;
 typedef struct hindex {
   uint64_t mask;
-  unsigned shift;      /* 64 - log2(mask + 1): hash >> shift is the home */
-  _Atomic bool frozen; /* being copied into a larger one */
+  unsigned shift; /* 64 - log2(mask + 1): hash >> shift is the home */
   hindex_entry_t e[];
 } hindex_t;
 static inline uint64_t hindex_home(const hindex_t *h, uint64_t hash) {
@@ -170,7 +168,7 @@ static inline uint64_t hindex_home(const hindex_t *h, uint64_t hash) {
 }
 static inline uint64_t hindex_tag(uint64_t hash) { return hash << 48; }
 static inline void *hindex_ptr(uint64_t v) {
-  return (void *)(uintptr_t)(v & ~HINDEX_TAG_BITS);
+  return (void *)(uintptr_t)(v & ~(HINDEX_TAG_BITS | HINDEX_FROZEN));
 }
 static inline bool hindex_tag_matches(uint64_t v, uint64_t hash) {
   return ((v ^ hindex_tag(hash)) & HINDEX_TAG_BITS) == 0;
@@ -207,19 +205,19 @@ static inline void *hindex_insert(_Atomic(hindex_t *) *where, pthread_mutex_t *l
       uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
       if (v == 0) {
         if (atomic_compare_exchange_strong_explicit(&h->e[i].slot, &v, packed,
-                                                    memory_order_seq_cst,
+                                                    memory_order_acq_rel,
                                                     memory_order_acquire)) {
           atomic_store_explicit(&h->e[i].hash, hash, memory_order_relaxed);
-          if (LIKELY(!atomic_load_explicit(&h->frozen, memory_order_seq_cst)))
-            return element;
-          break; /* the copy may have passed this slot */
+          return element;
         }
         /* v is now what another thread stored there: look at it */
       }
+      if (UNLIKELY(v & HINDEX_FROZEN))
+        break;
       if (hindex_tag_matches(v, hash) && eq(hindex_ptr(v), key))
         return hindex_ptr(v);
     }
-    /* growth under way: wait for it, then insert again in the new index */
+    /* growth under way: wait for it, then retry in the new index */
     pthread_mutex_lock(lock);
     pthread_mutex_unlock(lock);
   }
@@ -241,10 +239,12 @@ static inline void *hindex_find(_Atomic(hindex_t *) *where, uint64_t hash,
   while (h) {
     for (uint64_t i = hindex_home(h, hash);; i = (i + 1) & h->mask) {
       uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
-      if (v == 0) { /* not here: inserted since in a newer index? */
+      if (v == 0)
+        return NULL;
+      if (v == HINDEX_FROZEN) { /* copied: anything newer is in the new index */
         hindex_t *newer = atomic_load_explicit(where, memory_order_acquire);
         if (newer == h)
-          return NULL;
+          return NULL; /* still copying: inserts wait for it */
         h = newer;
         break;
       }

@@ -336,11 +336,15 @@ void hindex_grow_slow(_Atomic(hindex_t *) *where, hindex_t *h, pthread_mutex_t *
     pthread_mutex_unlock(lock);
     return;
   }
-  atomic_store_explicit(&h->frozen, true, memory_order_seq_cst);
   for (uint64_t i = 0; i <= h->mask; i++) {
+    /* A filled slot never changes (inserts only CAS an empty one), so only
+     * empty slots are frozen, and every probe ends at one: no insert lands
+     * in this index any more.  Half the locked operations of freezing all. */
     uint64_t v = atomic_load_explicit(&h->e[i].slot, memory_order_acquire);
-    if (!v)
+    if (!v && atomic_compare_exchange_strong_explicit(&h->e[i].slot, &v, HINDEX_FROZEN,
+                                                      memory_order_acq_rel, memory_order_acquire))
       continue;
+    /* v: the element there, or the one an inserter put there first */
     uint64_t hash = atomic_load_explicit(&h->e[i].hash, memory_order_relaxed);
     if (!hash) /* its inserter has not written it yet (or it is 0) */
       hash = element_hash(hindex_ptr(v));
