@@ -72,6 +72,13 @@ static _Atomic bool g_cache_key_ready;
 
 static void thread_state_free(void *state);
 
+/* Every thread's state, so that a forked child, where the other threads
+ * are gone with their TLS, still holds theirs: a leak checker in the child
+ * would otherwise report each (freeing them there is not safe: the
+ * sanitizers' allocators are not fork-safe). */
+static pthread_mutex_t g_states_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct thread_state *g_states;
+
 /* Called by the constructor: no pthread_once left that fork could catch
  * half-done in another thread. */
 void registry_init(void) {
@@ -82,9 +89,11 @@ void registry_init(void) {
 void registry_fork_lock(void) {
   pthread_mutex_lock(&g_reg.lock);
   pthread_mutex_lock(&g_reg.md_lock);
+  pthread_mutex_lock(&g_states_lock);
 }
 
 void registry_fork_unlock(void) {
+  pthread_mutex_unlock(&g_states_lock);
   pthread_mutex_unlock(&g_reg.md_lock);
   pthread_mutex_unlock(&g_reg.lock);
 }
@@ -119,14 +128,25 @@ typedef struct tp_cache_entry {
 typedef struct thread_state {
   tp_cache_entry_t cache[TP_CACHE_SIZE];
   thread_alloc_t alloc;
+  struct thread_state *prev, *next; /* g_states */
 } thread_state_t;
 
 static __thread thread_state_t *tls_state __attribute__((tls_model("initial-exec")));
 
+
 /* At thread exit; a later destructor's call in this thread starts afresh. */
 static void thread_state_free(void *state) {
+  thread_state_t *ts = state;
   tls_state = NULL;
-  free(state);
+  pthread_mutex_lock(&g_states_lock);
+  if (ts->prev)
+    ts->prev->next = ts->next;
+  else
+    g_states = ts->next;
+  if (ts->next)
+    ts->next->prev = ts->prev;
+  pthread_mutex_unlock(&g_states_lock);
+  free(ts);
 }
 
 static thread_state_t *thread_state(void) {
@@ -134,10 +154,18 @@ static thread_state_t *thread_state(void) {
     return tls_state;
   if (!atomic_load_explicit(&g_cache_key_ready, memory_order_acquire))
     return NULL; /* before the constructor: no cache, still correct */
-  tls_state = calloc(1, sizeof *tls_state);
-  if (tls_state)
-    pthread_setspecific(g_cache_key, tls_state); /* freed at thread exit */
-  return tls_state;
+  thread_state_t *ts = calloc(1, sizeof *ts);
+  if (!ts)
+    return NULL;
+  pthread_mutex_lock(&g_states_lock);
+  ts->next = g_states;
+  if (g_states)
+    g_states->prev = ts;
+  g_states = ts;
+  pthread_mutex_unlock(&g_states_lock);
+  tls_state = ts;
+  pthread_setspecific(g_cache_key, ts); /* freed at thread exit */
+  return ts;
 }
 
 thread_alloc_t *thread_alloc(void) {
