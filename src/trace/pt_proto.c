@@ -268,13 +268,14 @@ static void proto_small_packet(struct pt_buf *b, uint64_t delta, uint32_t seq, u
   b->len += (size_t)(p - start);
 }
 
-/* Flow marks waiting for the thread's next slice begin (out) or end
- * (in); the writer encodes one thread at a time. */
+/* Flow starts waiting for the thread's next slice begin; the writer
+ * encodes one thread at a time.  A flow's end is an instant of its own at
+ * the moment the message arrived (see proto_thread_record). */
 enum { PT_FLOWS_MAX = 32 };
 static struct pt_flows {
   pid_t pid, tid;
-  uint32_t n[2];
-  uint64_t id[2][PT_FLOWS_MAX];
+  uint32_t n;
+  uint64_t id[PT_FLOWS_MAX];
 } pt_flows;
 
 static void pt_flows_of(const struct pt_thread *t) {
@@ -282,19 +283,23 @@ static void pt_flows_of(const struct pt_thread *t) {
     pt_flows = (struct pt_flows){.pid = t->pid, .tid = t->tid};
 }
 
-static void pb_flows(struct pt_buf *b, int dir) {
-  for (uint32_t i = 0; i < pt_flows.n[dir]; i++)
-    pb_fixed64(b, dir ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, pt_flows.id[dir][i]);
-  pt_flows.n[dir] = 0;
+static void pb_flows_out(struct pt_buf *b) {
+  for (uint32_t i = 0; i < pt_flows.n; i++)
+    pb_fixed64(b, TE_FLOW_IDS, pt_flows.id[i]);
+  pt_flows.n = 0;
 }
 
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
                                 uint64_t ts) {
   int flow = pt_flow_kind(r->type);
   pt_flows_of(t);
-  if (flow) {
-    if (r->instance && pt_flows.n[flow - 1] < PT_FLOWS_MAX)
-      pt_flows.id[flow - 1][pt_flows.n[flow - 1]++] = r->instance;
+  /* A flow start binds to the slice the thread begins next (a send).  A
+   * flow end is drawn as an instant inside the receiving slice, at the
+   * time it arrived: Perfetto draws an arrow from the earlier-starting of
+   * its two slices, and a blocking receive starts before its send. */
+  if (flow == 1 || (flow && !r->instance)) {
+    if (r->instance && pt_flows.n < PT_FLOWS_MAX)
+      pt_flows.id[pt_flows.n++] = r->instance;
     return;
   }
   if (!t->seq.started)
@@ -303,22 +308,11 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
   enum pt_kind kind = pt_kind_of(r->type);
   uint64_t delta = ts >= seq->last_ts ? ts - seq->last_ts : 0;
   seq->last_ts += delta;
-  if (kind == PT_KIND_END && pt_flows.n[1]) {
-    size_t p = pb_open(b, TRACE_PACKET);
-    pb_uint(b, TP_TIMESTAMP, delta);
-    pb_uint(b, TP_TRUSTED_SEQ, seq->seq_id);
-    size_t te = pb_open(b, TP_TRACK_EVENT);
-    pb_uint(b, TE_TYPE, TYPE_SLICE_END);
-    pb_flows(b, 1);
-    pb_close(b, te);
-    pb_close(b, p);
-    return;
-  }
   if (kind == PT_KIND_END) {
     proto_small_packet(b, delta, seq->seq_id, TYPE_SLICE_END, 0, 0);
     return;
   }
-  bool flows_out = kind == PT_KIND_BEGIN && pt_flows.n[0];
+  bool flows_out = kind == PT_KIND_BEGIN && pt_flows.n;
   uint32_t type = kind == PT_KIND_BEGIN ? TYPE_SLICE_BEGIN : TYPE_INSTANT;
 
   /* The name: cached per trace point, else looked up. */
@@ -352,7 +346,7 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
   }
   unsigned what = pt_args_wanted(seen, fresh, r->event);
 
-  if (name_id && cat_id && !new_name && !new_cat && !what && !flows_out) {
+  if (name_id && cat_id && !new_name && !new_cat && !what && !flows_out && !flow) {
     proto_small_packet(b, delta, seq->seq_id, type, name_id, cat_id);
     return;
   }
@@ -400,7 +394,9 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
     pb_close(b, da);
   }
   if (flows_out)
-    pb_flows(b, 0);
+    pb_flows_out(b);
+  if (flow)
+    pb_fixed64(b, TE_TERMINATING_FLOW_IDS, r->instance);
   pb_close(b, te);
   pb_close(b, p);
 }

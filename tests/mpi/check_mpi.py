@@ -96,11 +96,15 @@ def decode(proto, trace):
         track = ct.one(te, "track_uuid", st["track"])
         stack = stacks.setdefault(track, [])
         etype = ct.one(te, "type")
+        # Perfetto binds a flow to the slice its event begins, ends or (an
+        # instant) is, and draws it from the earlier-starting of the two:
+        # "in" keeps (flow, the start of the slice it is bound to).
         if etype == "TYPE_SLICE_BEGIN":
             name = st["names"].get(ct.one(te, "name_iid")) if "name_iid" in te else ct.one(te, "name")
             cats = [st["cats"].get(c) for c in te.get("category_iids", [])] + te.get("categories", [])
             s = {"name": name, "cat": cats[0] if cats else None, "begin": ts, "end": None,
-                 "out": list(te.get("flow_ids", [])), "in": []}
+                 "out": list(te.get("flow_ids", [])),
+                 "in": [[f, ts] for f in te.get("terminating_flow_ids", [])]}
             stack.append(s)
             procs.setdefault(track_pid.get(track), {"slices": []})["slices"].append(s)
         elif etype == "TYPE_SLICE_END":
@@ -108,9 +112,13 @@ def decode(proto, trace):
                 fail("%s: slice end without begin" % trace)
             s = stack.pop()
             s["end"] = ts
-            s["in"] = list(te.get("terminating_flow_ids", []))
+            s["in"] += [[f, s["begin"]] for f in te.get("terminating_flow_ids", [])]
+            if te.get("flow_ids"):
+                fail("%s: a flow begun on a slice end" % trace)
         elif te.get("flow_ids") or te.get("terminating_flow_ids"):
-            fail("%s: a flow on an event that is no slice" % trace)
+            if etype != "TYPE_INSTANT" or not stack or te.get("flow_ids"):
+                fail("%s: a flow on an event that is no slice, or no arrival inside one" % trace)
+            stack[-1]["in"] += [[f, ts] for f in te.get("terminating_flow_ids", [])]
     for track, stack in stacks.items():
         if stack:
             fail("%s: %d slices left open" % (trace, len(stack)))
@@ -203,6 +211,7 @@ def main():
     if apply_tool:  # every timestamp to rank 0's clock
         for r, info in ranks.items():
             ts = [t for s in info["slices"] for t in (s["begin"], s["end"])]
+            ts += [a[1] for s in info["slices"] for a in s["in"]]
             out = subprocess.run([apply_tool, glob.glob(os.path.join(os.path.dirname(info["trace"]),
                                                                      "mpi-clock.*"))[0]],
                                  input="\n".join(map(str, ts)) + "\n", capture_output=True, text=True)
@@ -213,6 +222,11 @@ def main():
                 fail("%s returned %d times for %d" % (apply_tool, len(fixed), len(ts)))
             for k, s in enumerate(info["slices"]):
                 s["begin"], s["end"] = fixed[2 * k], fixed[2 * k + 1]
+            k = 2 * len(info["slices"])
+            for s in info["slices"]:
+                for a in s["in"]:
+                    a[1] = fixed[k]
+                    k += 1
 
     starts, ends = {}, {}
     for r, info in sorted(ranks.items()):
@@ -224,10 +238,10 @@ def main():
                 if f in starts:
                     fail("flow %d starts twice" % f)
                 starts[f] = (r, s["name"], k, s["begin"])
-            for f in s["in"]:
+            for f, at in s["in"]:
                 if f in ends:
                     fail("flow %d ends twice" % f)
-                ends[f] = (r, s["name"], k, s["end"])
+                ends[f] = (r, s["name"], k, at)
         want, _ = expected(mode, rounds, size, r)
         if seen != want:
             fail("rank %d: MPI slices %s, expected %s" % (r, dict(sorted(seen.items())),

@@ -52,6 +52,9 @@ static _Atomic bool pt_open = true;
 static uint8_t pt_windows_stream;
 static bool pt_window_marked; /* the controller thread's only */
 static uint16_t pt_timed_type; /* 0: the framework gave none */
+/* xptrace's flow ends (out, in): user-defined types that are instants,
+ * never slices, whatever their low bit says. */
+static uint16_t pt_flow_type[2];
 static _Atomic bool pt_timed_bad_reported;
 
 static pthread_mutex_t pt_open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -235,6 +238,12 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     extra_len = sizeof edge;
   }
   uint8_t cls = pt_class[type & 0xff];
+  /* The class is by low byte; user-defined types of other tools share
+   * it.  A timed slice or a flow end opens nothing on this thread: taken
+   * as a begin, it would fill the thread's open levels for good. */
+  if ((type & XPTI_TRACE_USER_DEFINED) &&
+      (kind == XPT_REC_TIMED || (type && (type == pt_flow_type[0] || type == pt_flow_type[1]))))
+    cls = 0;
   if (cls & PT_C_END) {
     enum pt_fate fate = pt_nest_pop(t);
     if (fate == PT_DROPPED)
@@ -706,6 +715,8 @@ static void pt_setup(void) {
       pt_class[i] |= PT_C_SLOW;
   }
   pt_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+  pt_flow_type[0] = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID);
+  pt_flow_type[1] = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID);
   pthread_key_create(&pt_key, pt_thread_exit);
   pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);
 }
