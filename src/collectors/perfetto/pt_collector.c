@@ -58,6 +58,9 @@ static uint16_t pt_flow_type[2];
 static _Atomic bool pt_timed_bad_reported;
 
 static pthread_mutex_t pt_open_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread holds pt_open_lock: only a signal handler that interrupted
+ * it can ask again, and must not wait for itself. */
+static __thread bool pt_opening __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t pt_dict_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The shared dictionary chunk (descriptions), under pt_dict_lock. */
 static struct xpt_rec_chunk *pt_dict;
@@ -568,13 +571,18 @@ static void pt_rec_open_locked(const char *dir) {
 static bool pt_rec_ready(void) {
   if (__atomic_load_n(&pt_rec.h, __ATOMIC_ACQUIRE))
     return true;
-  /* A forked child before its first stream call: make its own recording
-   * (never from a signal handler that interrupted a holder). */
-  const char *dir = xpt_output_dir();
-  if (pthread_mutex_trylock(&pt_open_lock) != 0)
+  /* A forked child before its first stream call: make its own recording.
+   * Threads that record their first event at once wait for the one that
+   * opens it (a trylock dropped their events); a signal handler that
+   * interrupted the opener drops its event instead of waiting for itself. */
+  if (pt_opening)
     return false;
+  const char *dir = xpt_output_dir();
+  pt_opening = true;
+  pthread_mutex_lock(&pt_open_lock);
   pt_rec_open_locked(dir);
   pthread_mutex_unlock(&pt_open_lock);
+  pt_opening = false;
   return __atomic_load_n(&pt_rec.h, __ATOMIC_ACQUIRE) != NULL;
 }
 
@@ -613,6 +621,7 @@ __attribute__((destructor)) static void pt_at_unload(void) { pt_finish_here(); }
 /* ---- fork: the child makes a recording of its own ------------------------- */
 
 static void pt_fork_prepare(void) {
+  pt_opening = true;
   pthread_mutex_lock(&pt_open_lock);
   pthread_mutex_lock(&pt_dict_lock);
   pthread_mutex_lock(&pt_ring_lock);
@@ -626,6 +635,7 @@ static void pt_fork_parent(void) {
   pthread_mutex_unlock(&pt_ring_lock);
   pthread_mutex_unlock(&pt_dict_lock);
   pthread_mutex_unlock(&pt_open_lock);
+  pt_opening = false;
 }
 
 /* The parent's chunks and file are the parent's: unmap, never write. */
@@ -633,6 +643,7 @@ static void pt_fork_child(void) {
   pt_chunks_fork_child();
   pthread_mutex_unlock(&pt_dict_lock); /* held since pt_fork_prepare, by this thread */
   pthread_mutex_unlock(&pt_open_lock);
+  pt_opening = false;
   pt_window_marked = false; /* the parent's window: in the parent's trace */
   pt_free = NULL;
   for (struct pt_rthread *t = atomic_load(&pt_all); t; t = t->next_all) {
@@ -642,6 +653,10 @@ static void pt_fork_child(void) {
     t->w.cap = t->w.off = 0;
     memset(t->w.seen, 0xff, sizeof t->w.seen);
     if (t != pt_tls) { /* that thread does not exist here: reuse its state */
+      /* It may have been inside a record at the fork: its busy flag would
+       * make every event of the thread that reuses the state a drop. */
+      t->w.busy = false;
+      t->depth = t->w.hold = 0;
       t->next_free = pt_free;
       pt_free = t;
     } else {
@@ -768,9 +783,11 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   if (id == XPTI_INVALID_STREAM_ID)
     return;
   const char *dir = xpt_output_dir();
+  pt_opening = true;
   pthread_mutex_lock(&pt_open_lock);
   pt_rec_open_locked(dir);
   pthread_mutex_unlock(&pt_open_lock);
+  pt_opening = false;
   pthread_mutex_lock(&pt_streams_lock);
   bool fresh = !atomic_exchange(&pt_stream_on[id], 1);
   pt_name_stream(id, stream);
