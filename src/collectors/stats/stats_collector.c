@@ -29,7 +29,10 @@
 /* ---- per-thread state ---------------------------------------------------------- */
 
 typedef struct stats_frame {
-  const void *ident; /* the event, or the name when there is none */
+  /* What pairs an end with its begin, as in the trace (src/trace): the
+   * event's universal ID (0: no event) and the instance, innermost first.
+   * Never the event's address: a caller may end with a copy. */
+  uint64_t uid, instance;
   uint64_t start;
   uint64_t children; /* total time of matched pairs directly inside */
   uint32_t row;
@@ -354,9 +357,9 @@ static void stats_add_span(stats_thread_t *t, stats_row_t *row, uint64_t duratio
 }
 
 static void stats_end(stats_thread_t *t, uint8_t stream, uint16_t begin_type, const char *name,
-                      const void *ident, uint64_t now) {
+                      uint64_t uid, uint64_t instance, uint64_t now) {
   uint32_t k = t->depth;
-  while (k > 0 && !(t->stack[k - 1].type == begin_type && t->stack[k - 1].ident == ident))
+  while (k > 0 && !(t->stack[k - 1].uid == uid && t->stack[k - 1].instance == instance))
     --k;
   if (k == 0) {
     uint32_t r = stats_row_find(t, stream, begin_type, name);
@@ -406,7 +409,7 @@ static void stats_window_change(bool open, uint64_t mono_ns) {
 }
 
 static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t *event,
-                         const void *user_data) {
+                         uint64_t instance, const void *user_data) {
   uint64_t now = stats_event_stamp();
   bool open = atomic_load_explicit(&stats_open, memory_order_relaxed);
   stats_thread_t *t = stats_tls;
@@ -441,11 +444,12 @@ static void stats_record(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
       ++t->rows[r].count;
   } else if ((type & 1) == 0) {
     uint32_t r = open ? stats_row_find(t, stream, type, name) : STATS_ROW_GATED;
-    stats_frame_t frame = {event ? (const void *)event : name, now, 0, r, type};
+    stats_frame_t frame = {event ? event->unique_id : 0, instance, now, 0, r, type};
     if (r == UINT32_MAX || !stats_push(t, frame))
       ++t->dropped;
   } else {
-    stats_end(t, stream, (uint16_t)(type & ~1u), name, event ? (const void *)event : name, now);
+    stats_end(t, stream, (uint16_t)(type & ~1u), name, event ? event->unique_id : 0, instance,
+              now);
   }
   stats_thread_leave(t);
 }
@@ -455,8 +459,7 @@ static void stats_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
                          xpti_trace_event_data_t *event, uint64_t instance,
                          const void *user_data) {
   (void)parent;
-  (void)instance;
-  stats_record(stream, type, event, user_data);
+  stats_record(stream, type, event, instance, user_data);
 }
 
 /* ---- ended threads and the report ----------------------------------------------- */
