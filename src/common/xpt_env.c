@@ -22,6 +22,7 @@ bool xpt_parse_size(const char *text, uint64_t *value) {
   case 'k': case 'K': shift = 10; ++p; break;
   case 'm': case 'M': shift = 20; ++p; break;
   case 'g': case 'G': shift = 30; ++p; break;
+  case 't': case 'T': shift = 40; ++p; break;
   default:
     return false;
   }
@@ -82,6 +83,12 @@ uint64_t xpt_env_buffer_size(void) {
     xpt_msg_once("env-buffer-size",
                  "xpti: XPTRACE_BUFFER_SIZE='%s' is below the minimum of %s; using %s", text,
                  xpt_size_text(XPT_BUFFER_MIN, min, sizeof min), def);
+    return XPT_BUFFER_DEFAULT;
+  }
+  if (value > XPT_BUFFER_MAX) {
+    xpt_msg_once("env-buffer-size",
+                 "xpti: XPTRACE_BUFFER_SIZE='%s' is above the maximum of %s; using %s", text,
+                 xpt_size_text(XPT_BUFFER_MAX, min, sizeof min), def);
     return XPT_BUFFER_DEFAULT;
   }
   return value;

@@ -14,7 +14,7 @@ struct xpt_finish_result {
   uint64_t records;  /* records read */
   uint64_t dropped;  /* events the recorder could not write */
   uint64_t unpaired; /* of those: halves of slices whose other half was lost (ring, lost chunks) */
-  int disk_full;     /* copying out failed: 1 full disk, 2 descriptor closed */
+  int disk_full;     /* copying out failed: 1 full disk, 2 descriptor closed, 3 max size */
   bool busy;         /* its process still runs: left as it is (trace: its folder) */
 };
 

@@ -64,7 +64,8 @@ struct xpt_rec_header {
   _Atomic uint64_t gen;            /* chunk (re)use counter */
   _Atomic uint32_t state;
   _Atomic uint32_t disk_full;      /* spill failed: 1 write error (full disk),
-                                      2 the program closed its descriptor */
+                                      2 the program closed its descriptor,
+                                      3 XPTRACE_MAX_SIZE reached */
   _Atomic uint64_t spilled;        /* bytes of whole entries in the spill file */
   char program[64];
   _Atomic uint8_t stream_named[256]; /* 1 once the stream's name is written */

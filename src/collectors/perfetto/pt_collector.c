@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -458,10 +459,27 @@ static void pt_rec_open_locked(const char *dir) {
     if (fd < 0 && errno != EEXIST)
       break;
   }
+  int err = fd < 0 ? errno : 0;
+  /* A budget the output's file system cannot hold is bounded by half its
+   * free space: the rest is for the spill file and the trace. */
+  struct statvfs vfs;
+  if (!err && fstatvfs(fd, &vfs) == 0 && vfs.f_frsize) {
+    uint64_t half = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
+    if (pt_budget > half) {
+      char want[24], got[24];
+      uint64_t was = pt_budget;
+      pt_budget = half < XPT_BUFFER_MIN ? XPT_BUFFER_MIN : half & ~(uint64_t)0xffff;
+      pt_chunk_size = pt_chunk_size_for(pt_budget);
+      pt_nest_max = pt_nest_max_for(pt_chunk_size);
+      xpt_msg("xpti: perfetto collector: a buffer of %s is more than half the free space of "
+              "'%s'; recording in %s",
+              xpt_size_text(was, want, sizeof want), dir,
+              xpt_size_text(pt_budget & ~(uint64_t)0x3ff, got, sizeof got));
+    }
+  }
   uint64_t chunks = pt_budget / pt_chunk_size;
   size_t size = XPT_REC_HEADER_SIZE + (size_t)chunks * pt_chunk_size;
   bool shrunk = false;
-  int err = fd < 0 ? errno : 0;
   fd = xpt_fd_raise(fd); /* held while the program runs: out of its way */
   /* Blocks reserved before use: a full disk is a message, never a SIGBUS
    * when a page is first written.  The ring uses its whole buffer; flush
@@ -482,6 +500,10 @@ static void pt_rec_open_locked(const char *dir) {
       reserved = chunks; /* nothing to reserve with: as the file system does */
       break;
     }
+    /* A failed fallocate may keep the blocks it got: give them back
+     * before asking for less (or giving up). */
+    if (ftruncate(fd, 0) != 0)
+      break; /* err says why it stopped */
     if (err != ENOSPC || pt_budget / 2 < XPT_BUFFER_MIN)
       break;
     pt_budget /= 2;
@@ -612,6 +634,7 @@ static void pt_finish_here(void) {
             res.unpaired ? " (and the other halves of the slices they cut)" : "",
             res.disk_full == 1   ? " (the disk is full)"
             : res.disk_full == 2 ? " (the program closed the recording's descriptor)"
+            : res.disk_full == 3 ? " (the recording reached XPTRACE_MAX_SIZE)"
                                  : "");
 }
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "pt_drain.h"
+#include "xpt_env.h"
 
 static struct {
   int spill_fd;
@@ -46,6 +47,8 @@ static struct {
   uint64_t count;
   struct xpt_rec_header *h;
   uint64_t spill_off;
+  uint64_t max_size;  /* XPTRACE_MAX_SIZE: spill no further (0: no limit) */
+  uint64_t notice_at; /* one line when the spill file passes this (0: said) */
   /* free chunks: a stack of indices under `lock` (producers only try it) */
   pthread_mutex_t lock;
   uint32_t *free_idx;
@@ -121,6 +124,17 @@ static bool dr_spill(uint64_t index) {
   uint32_t bytes = (uint32_t)sizeof *c + atomic_load_explicit(&c->committed, memory_order_acquire);
   if (bytes > dr.chunk_size)
     bytes = dr.chunk_size;
+  if (dr.max_size && dr.spill_off + sizeof(struct xpt_rec_spill) + bytes > dr.max_size) {
+    atomic_store(&dr.h->disk_full, 3); /* producers drop from here, counted */
+    return false;
+  }
+  if (dr.notice_at && dr.spill_off >= dr.notice_at) {
+    char at[24];
+    xpt_msg("xpti: perfetto collector: the recording of %s [%d] passed %s and goes on "
+            "(XPTRACE_MAX_SIZE or xptrace run --max-size stops it at a size)",
+            dr.h->program, (int)dr.h->pid, xpt_size_text(dr.notice_at, at, sizeof at));
+    dr.notice_at = 0;
+  }
   struct xpt_rec_spill e = {XPT_REC_SPILL_MAGIC,
                             atomic_load_explicit(&c->gen, memory_order_relaxed), bytes,
                             (uint32_t)index};
@@ -292,6 +306,9 @@ bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks, uint32_t chunk_si
   dr.count = count;
   dr.h = h;
   dr.spill_off = 0;
+  /* Read here, once per recording (a forked child makes its own). */
+  dr.max_size = xpt_env_size("XPTRACE_MAX_SIZE", 0);
+  dr.notice_at = dr.max_size ? 0 : XPT_RECORDING_NOTICE;
   dr.n_free = 0;
   dr.prefault = true;
   for (uint64_t i = count; i-- > 0;) /* lowest index on top */

@@ -19,9 +19,11 @@ PT_DRAIN_HIDDEN bool pt_drain_start(int spill_fd, int rec_fd, uint8_t *chunks,
                                     uint32_t chunk_size, uint64_t count, uint64_t reserved,
                                     struct xpt_rec_header *h);
 /* Chunks reserved at the start and in each step after (an eighth of
- * the buffer, at least 4): a short process holds that, not the buffer. */
+ * the buffer, at least 4, at most 256: 64 MiB of the largest chunks): a
+ * short process holds that, not the buffer. */
 static inline uint64_t pt_drain_reserve_step(uint64_t count) {
   uint64_t step = count / 8;
+  step = step > 256 ? 256 : step;
   return step < 4 ? (count < 4 ? count : 4) : step;
 }
 /* A free chunk's index, or UINT64_MAX (none now).  Call with signals

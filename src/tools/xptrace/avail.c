@@ -57,6 +57,7 @@ int cmd_avail(int argc, char **argv) {
       {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run: -o or ./xptrace-<command>-<pid>)"},
       {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
       {"XPTRACE_BUFFER_SIZE", "64M"},
+      {"XPTRACE_MAX_SIZE", "none"},
       {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
       {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector)"},
       {"XPTRACE_STREAMS", "unset: every stream"},

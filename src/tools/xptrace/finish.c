@@ -34,6 +34,7 @@ static void finish_print(const struct xpt_finish_result *res, void *ctx) {
             res->unpaired ? " (and the other halves of the slices they cut)" : "",
             res->disk_full == 1   ? " (the disk was full)"
             : res->disk_full == 2 ? " (the program closed the recording's descriptor)"
+            : res->disk_full == 3 ? " (the recording reached its maximum size)"
                                   : "");
 }
 

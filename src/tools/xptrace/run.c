@@ -60,6 +60,7 @@ typedef struct run_options {
   const char *collectors;
   const char *format;
   const char *buffer_size;
+  const char *max_size;
   const char *buffer_policy;
   const char *streams;
   bool opencl;
@@ -296,7 +297,7 @@ static void run_after(const void *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
+  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
          OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
          OPT_MPI };
@@ -305,6 +306,7 @@ int cmd_run(int argc, char **argv) {
       {"collectors", required_argument, NULL, 'c'},
       {"format", required_argument, NULL, OPT_FORMAT},
       {"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
+      {"max-size", required_argument, NULL, OPT_MAX_SIZE},
       {"buffer-policy", required_argument, NULL, OPT_BUFFER_POLICY},
       {"streams", required_argument, NULL, OPT_STREAMS},
       {"opencl", no_argument, NULL, OPT_OPENCL},
@@ -335,6 +337,7 @@ int cmd_run(int argc, char **argv) {
     case 'c': o.collectors = optarg, collectors_given = true; break;
     case OPT_FORMAT: o.format = optarg; break;
     case OPT_BUFFER_SIZE: o.buffer_size = optarg; break;
+    case OPT_MAX_SIZE: o.max_size = optarg; break;
     case OPT_BUFFER_POLICY: o.buffer_policy = optarg; break;
     case OPT_STREAMS: o.streams = optarg; break;
     case OPT_OPENCL: o.opencl = true; break;
@@ -375,6 +378,12 @@ int cmd_run(int argc, char **argv) {
   if (o.buffer_size && size < XPT_BUFFER_MIN)
     return usage_error(usage_run, "buffer size '%s' is below the minimum of %s", o.buffer_size,
                        xpt_size_text(XPT_BUFFER_MIN, min_text, sizeof min_text));
+  if (o.buffer_size && size > XPT_BUFFER_MAX)
+    return usage_error(usage_run, "buffer size '%s' is above the maximum of %s", o.buffer_size,
+                       xpt_size_text(XPT_BUFFER_MAX, min_text, sizeof min_text));
+  uint64_t max_size;
+  if (o.max_size && (!xpt_parse_size(o.max_size, &max_size) || max_size == 0))
+    return usage_error(usage_run, "maximum size '%s' is not a size (e.g. 512M, 4G)", o.max_size);
   if (o.buffer_policy && strcmp(o.buffer_policy, "flush") != 0 &&
       strcmp(o.buffer_policy, "ring") != 0)
     return usage_error(usage_run, "unknown buffer policy '%s' (flush or ring)", o.buffer_policy);
@@ -459,6 +468,8 @@ int cmd_run(int argc, char **argv) {
     set_env(o.verbose, "XPTRACE_TRACE_FORMAT", o.format);
   if (o.buffer_size)
     set_env(o.verbose, "XPTRACE_BUFFER_SIZE", o.buffer_size);
+  if (o.max_size)
+    set_env(o.verbose, "XPTRACE_MAX_SIZE", o.max_size);
   if (o.buffer_policy)
     set_env(o.verbose, "XPTRACE_BUFFER_POLICY", o.buffer_policy);
   if (o.streams)
