@@ -218,6 +218,29 @@ signal)
   rc=$?
   [ "$rc" -eq 143 ] || fail "forwarded SIGTERM: exit $rc"
   grep -qF "killed by signal 15 (SIGTERM)" err.txt || fail "forwarded: $(cat err.txt)"
+  # Every signal that would end xptrace reaches the command and is said
+  # (SIGUSR1 killed the launcher and left the command running): one the
+  # command handles, one it dies of.
+  rm -f ready
+  "$xptrace" run -c stats -o usr1 -- sh -c 'trap "echo got USR1; exit 7" USR1; : >ready; while :; do sleep 0.02; done' \
+    >usr1.txt 2>err.txt &
+  xpid=$!
+  while [ ! -e ready ]; do sleep 0.01; done
+  kill -USR1 "$xpid"
+  wait "$xpid"
+  rc=$?
+  [ "$rc" -eq 7 ] || fail "SIGUSR1 handled by the command: exit $rc: $(cat err.txt)"
+  grep -qxF "got USR1" usr1.txt || fail "SIGUSR1 not seen by the command: $(cat usr1.txt)"
+  grep -qxF "xptrace: passed SIGUSR1 on to sh" err.txt || fail "SIGUSR1 not said: $(cat err.txt)"
+  rm -f ready
+  "$xptrace" run -c stats -o usr2 -- sh -c ': >ready; exec sleep 30' 2>err.txt &
+  xpid=$!
+  while [ ! -e ready ]; do sleep 0.01; done
+  kill -USR2 "$xpid"
+  wait "$xpid"
+  rc=$?
+  [ "$rc" -eq 140 ] || fail "SIGUSR2: exit $rc, expected 140: $(cat err.txt)"
+  grep -qF "killed by signal 12 (SIGUSR2)" err.txt || fail "SIGUSR2: $(cat err.txt)"
   ;;
 text)
   "$xptrace" run -c text,stats -o out -- "$sample" >out.txt 2>err.txt || fail "text run: $(cat err.txt)"

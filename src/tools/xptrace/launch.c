@@ -139,13 +139,50 @@ const char *signal_name(int sig) {
   return buf;
 }
 
-static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t child_pid, forwarded_sig;
 
-/* A SIGTERM/SIGHUP sent to xptrace goes to the command, which then ends
- * as it would have; xptrace reports that. */
+/* A signal that would end xptrace goes to the command instead, which then
+ * ends (or not) as it would have; xptrace says so and reports that. */
 static void forward_signal(int sig) {
-  if (child_pid > 0)
+  if (child_pid > 0) {
     kill((pid_t)child_pid, sig);
+    forwarded_sig = sig;
+  }
+}
+
+/* Every signal whose default action ends a process, but the terminal's
+ * (SIGINT, SIGQUIT: the terminal sends them to the command too; ignored
+ * here meanwhile), the faults and SIGPIPE (xptrace's own). */
+static const int forwarded_signals[] = {SIGTERM, SIGHUP,    SIGUSR1, SIGUSR2, SIGALRM,
+                                        SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGPOLL,
+#ifdef SIGSTKFLT
+                                        SIGSTKFLT,
+#endif
+#ifdef SIGPWR
+                                        SIGPWR,
+#endif
+};
+
+void launch_forward_signals(int pid) {
+  /* pid 0: the command is reaped (its pid may be reused): the defaults
+   * again, for what xptrace does after it. */
+  child_pid = pid;
+  struct sigaction forward = {.sa_handler = pid ? forward_signal : SIG_DFL}, old;
+  sigemptyset(&forward.sa_mask);
+  size_t n = sizeof forwarded_signals / sizeof *forwarded_signals;
+  for (int i = 0; i < (int)n + SIGRTMAX - SIGRTMIN + 1; i++) {
+    int sig = i < (int)n ? forwarded_signals[i] : SIGRTMIN + (i - (int)n);
+    /* One ignored when xptrace started (nohup) stays ignored: the command
+     * inherited that. */
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+      sigaction(sig, &forward, NULL);
+  }
+}
+
+void launch_forward_said(const char *command) {
+  int sig = forwarded_sig;
+  if (sig)
+    fprintf(stderr, "xptrace: passed %s on to %s\n", signal_name(sig), command);
 }
 
 void set_env(bool verbose, const char *name, const char *value) {
@@ -275,10 +312,9 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
 
   /* Ctrl-C reaches the command from the terminal; xptrace waits for it
    * to finish its output instead of dying first. */
-  struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
+  struct sigaction ignore = {.sa_handler = SIG_IGN};
   struct sigaction old_int, old_quit;
   sigemptyset(&ignore.sa_mask);
-  sigemptyset(&forward.sa_mask);
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   fflush(NULL);
@@ -314,9 +350,7 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
     if (gate[1] >= 0)
       close(gate[1]);
   }
-  child_pid = pid;
-  sigaction(SIGTERM, &forward, NULL);
-  sigaction(SIGHUP, &forward, NULL);
+  launch_forward_signals(pid);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -324,6 +358,8 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
       return 1;
     }
   }
+  launch_forward_signals(0);
+  launch_forward_said(command[0]);
   if (after)
     after(ctx);
   if (WIFSIGNALED(status)) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "counters.h"
+#include "xptrace_cmds.h"
 #include "sample_perf_unwind.h"
 #include "samples.h"
 
@@ -440,13 +441,6 @@ static size_t open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **out, i
 
 /* ---- running --------------------------------------------------------------- */
 
-static volatile sig_atomic_t perf_child;
-
-static void forward(int sig) {
-  if (perf_child > 0)
-    kill((pid_t)perf_child, sig);
-}
-
 int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(const void *),
                     const void *ctx) {
   if (o->verbose) {
@@ -455,10 +449,9 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
       fprintf(stderr, " %s", *a);
     fputc('\n', stderr);
   }
-  struct sigaction ignore = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
+  struct sigaction ignore = {.sa_handler = SIG_IGN};
   struct sigaction old_int, old_quit;
   sigemptyset(&ignore.sa_mask);
-  sigemptyset(&fwd.sa_mask);
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   int go[2];
@@ -485,9 +478,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     _exit(errno == ENOENT ? 127 : 126);
   }
   close(go[0]);
-  perf_child = pid;
-  sigaction(SIGTERM, &fwd, NULL);
-  sigaction(SIGHUP, &fwd, NULL);
+  launch_forward_signals(pid);
 
   const char *base = strrchr(command[0], '/');
   xs_options_t so = {o->dir, command[0], "perf", effective_hz(o), o->depth, o->demangle, true, false,
@@ -550,7 +541,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     if (s.session)
       live_refresh(&s);
   }
-  perf_child = 0;
+  launch_forward_signals(0);
   drain_all(&s, rings, nrings);
   for (size_t i = 0; i < nrings; ++i) {
     munmap(rings[i].meta, rings[i].map_size);
@@ -588,11 +579,12 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   unw_free(s.unw);
   free(s.pcs);
   free(s.live);
+  launch_forward_said(command[0]);
   if (after)
     after(ctx);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    fprintf(stderr, "xptrace: %s killed by signal %d (SIG%s)\n", command[0], sig, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    fprintf(stderr, "xptrace: %s killed by signal %d (%s)\n", command[0], sig, signal_name(sig));
     return 128 + sig;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;

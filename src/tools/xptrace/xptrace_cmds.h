@@ -73,5 +73,10 @@ extern void *launch_on_fork_ctx;
 /* fork + exec `command`, forwarding SIGTERM/SIGHUP; `after(ctx)` runs once
  * it ended; returns its status (128+N when killed by signal N). */
 int launch_and_wait(char **command, bool verbose, void (*after)(const void *), const void *ctx);
+/* From now on every signal that would end xptrace (but SIGINT/SIGQUIT,
+ * the faults, SIGPIPE and those ignored at start) is passed on to the
+ * command `pid`; launch_forward_said prints one line if any was. */
+void launch_forward_signals(int pid);
+void launch_forward_said(const char *command);
 
 #endif /* XPTRACE_CMDS_H */
