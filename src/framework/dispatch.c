@@ -1,9 +1,11 @@
 /* Streams, callbacks, notification, subscribers and the framework's life. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "xptrace/xptrace_protocol.h"
@@ -150,13 +152,43 @@ static void load_subscribers(const char *list) {
   free(copy);
 }
 
+/* Streams whose subscribers' init or finish runs on this thread: a
+ * subscriber that initializes or finalizes its stream from there
+ * (directly or through another call) must not start them again (finish
+ * recursed until the stack overflowed). */
+enum { IN_STREAM_MAX = 8 };
+typedef struct {
+  const char *key[IN_STREAM_MAX];
+  unsigned n;
+} in_stream_t;
+static __thread in_stream_t tls_in_init __attribute__((tls_model("initial-exec")));
+static __thread in_stream_t tls_in_finish __attribute__((tls_model("initial-exec")));
+
+/* Enters `stream` on `in`; false: already inside it on this thread. */
+static bool in_stream_enter(in_stream_t *in, const char *stream, unsigned *depth) {
+  const char *key = NULL;
+  if (string_intern(stream, &key) == UINT32_MAX)
+    key = NULL;
+  for (unsigned i = 0; key && i < in->n && i < IN_STREAM_MAX; i++)
+    if (in->key[i] == key)
+      return false;
+  *depth = in->n++;
+  if (*depth < IN_STREAM_MAX)
+    in->key[*depth] = key;
+  return true;
+}
+
 static void finish_pending_streams(void);
 static void finish_stream(const char *stream);
 
 /* No lock held: subscribers register streams and callbacks from here. */
 static void init_stream(uint32_t major, uint32_t minor, const char *version, const char *stream) {
+  unsigned depth;
+  if (!in_stream_enter(&tls_in_init, stream, &depth))
+    return;
   for (int i = 0; i < g.nsubs; i++)
     g.sub[i].init(major, minor, version, stream);
+  tls_in_init.n = depth;
 }
 
 /* Intel initialises its default stream "xpti.framework" (1.0.0) once,
@@ -196,12 +228,33 @@ static _Atomic int g_init_state;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread bool tls_loading __attribute__((tls_model("initial-exec")));
 
+/* Set on a thread that gave up waiting for another's load. */
+static __thread bool tls_gave_up __attribute__((tls_model("initial-exec")));
+
 bool framework_ensure_init(void) {
   if (LIKELY(atomic_load_explicit(&g_init_state, memory_order_acquire) == INIT_DONE))
     return true;
-  if (tls_loading)
+  if (tls_loading || tls_gave_up)
     return false;
-  pthread_mutex_lock(&g_init_lock);
+  /* Waiting for another thread's load, but not forever: a subscriber's
+   * constructor may itself wait for this thread (one it started and
+   * joins).  Past a second this thread answers as the loading one does
+   * until the load is done. */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 1;
+  int rc;
+  while ((rc = pthread_mutex_timedlock(&g_init_lock, &until)) == EINTR)
+    ;
+  if (rc != 0) {
+    if (atomic_load_explicit(&g_init_state, memory_order_acquire) == INIT_DONE)
+      return true;
+    static _Atomic bool said;
+    tls_gave_up = true;
+    report_once(&said, "xpti: a thread waited 1 s for the subscribers to load (a subscriber's "
+                      "constructor waiting for it?); it sees tracing off until they are loaded");
+    return false;
+  }
   if (atomic_load_explicit(&g_init_state, memory_order_relaxed) != INIT_DONE) {
     tls_loading = true;
     atomic_store(&g_init_state, INIT_LOADING);
@@ -636,8 +689,12 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
 }
 
 static void finish_stream(const char *stream) {
+  unsigned depth;
+  if (!in_stream_enter(&tls_in_finish, stream, &depth))
+    return;
   for (int i = 0; i < g.nsubs; i++)
     g.sub[i].finish(stream);
+  tls_in_finish.n = depth;
 }
 
 /* Finish a stream initialised more often than finalised, once. */
