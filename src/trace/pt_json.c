@@ -76,6 +76,9 @@ static void json_begin_file(struct pt_buf *b) {
   json_edges_emitted = 0;
   pt_buf_str(b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
   json_meta(b, "process_name", (pid_t)pt_proc.pid, pt_proc.program);
+  /* The main thread is named even when it records nothing itself. */
+  struct pt_thread main_thread = {.pid = pt_proc.pid, .tid = pt_proc.pid};
+  json_meta(b, "thread_name", (pid_t)pt_proc.pid, pt_thread_name(&main_thread));
 }
 
 static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,

@@ -137,6 +137,23 @@ static void proto_begin_file(struct pt_buf *b) {
   pb_close(b, pd);
   pb_close(b, td);
   pb_close(b, p);
+
+  /* The main thread, named after the program even when it records
+   * nothing itself (Perfetto left it unnamed); the same track as its own
+   * sequence's when it does. */
+  p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  td = pb_open(b, TP_TRACK_DESCRIPTOR);
+  struct pt_thread main_thread = {.pid = pt_proc.pid, .tid = pt_proc.pid};
+  pb_uint(b, TD_UUID, pt_thread_uuid(&main_thread));
+  pb_uint(b, TD_PARENT, pt_process_uuid());
+  size_t th = pb_open(b, TD_THREAD);
+  pb_uint(b, THD_PID, (uint64_t)pt_proc.pid);
+  pb_uint(b, THD_TID, (uint64_t)pt_proc.pid);
+  pb_string(b, THD_NAME, pt_thread_name(&main_thread));
+  pb_close(b, th);
+  pb_close(b, td);
+  pb_close(b, p);
 }
 
 /* First packets of a thread's sequence: defaults (incremental clock,

@@ -127,6 +127,7 @@ class Summary:
         self.dropped = 0
         self.names = {}
         self.threads = set()
+        self.active_threads = None  # proto: thread tracks with events (every thread has a track)
         self.thread_names = {}  # (pid, tid) -> name
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
         self.annotated = 0
@@ -278,6 +279,7 @@ def check_proto(proto_file, trace, args):
     if not packets:
         fail("no packets")
     s = Summary()
+    s.active_threads = set()
     seqs = {}
     tracks = {}
     stacks = {}
@@ -406,6 +408,9 @@ def check_proto(proto_file, trace, args):
         for f in te.get("terminating_flow_ids", []):
             flow_ends[f] = flow_ends.get(f, 0) + 1
         tdesc = tracks[track]
+        if "thread" in tdesc:
+            th = one(tdesc, "thread")
+            s.active_threads.add((one(th, "pid"), one(th, "tid")))
         is_lane = "thread" not in tdesc and "process" not in tdesc and \
             "counter" not in tdesc and \
             one(tdesc, "name") not in (None, "graph") and "parent_uuid" in tdesc
@@ -530,6 +535,7 @@ def check_json(trace, args):
         doc = json.load(f)
     events = doc["traceEvents"]
     s = Summary()
+    s.active_threads = set()
     stacks = {}
     last_ts = {}
     thread_names = {}
@@ -553,6 +559,8 @@ def check_json(trace, args):
                     s.threads.add(key)
                     s.thread_names[key] = e["args"]["name"]
             continue
+        if e["tid"] < TID_LIMIT and ph in "BEi":
+            s.active_threads.add(key)
         if e["tid"] < TID_LIMIT and ph in "BEi" and key not in thread_names and \
                 e.get("s") != "p":
             fail("thread %s has no thread_name before its first event" % e["tid"])
@@ -731,7 +739,8 @@ def main():
     print("check_trace: slices=%d instants=%d nodes=%d edges=%d flows=%d begins=%d ends=%d "
           "unmatched=%d open=%d dropped=%d threads=%d counters=%d" %
           (s.slices, s.instants, s.nodes, s.edges, s.flows, s.begins, s.ends, s.unmatched,
-           s.open, s.dropped, len(s.threads), len(s.counters)))
+           s.open, s.dropped, len(s.threads if s.active_threads is None else s.active_threads),
+           len(s.counters)))
     if a.counters is not None and len(s.counters) != a.counters:
         fail("expected %d counter tracks, found %d" % (a.counters, len(s.counters)))
     for spec in a.counter:
@@ -747,7 +756,8 @@ def main():
         fail("%d slice begins without their end" % s.open)
     for opt in ("slices", "instants", "nodes", "edges", "flows", "threads", "annotated"):
         want = getattr(a, opt)
-        got = getattr(s, opt) if opt != "threads" else len(s.threads)
+        got = getattr(s, opt) if opt != "threads" else \
+            len(s.threads if s.active_threads is None else s.active_threads)
         if want is not None and want != got:
             fail("expected %d %s, found %d" % (want, opt, got))
     if a.min_dropped is not None and s.dropped < a.min_dropped:
