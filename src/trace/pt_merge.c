@@ -49,6 +49,7 @@ struct pid_map {
 struct pid_claim {
   unsigned arg;
   int32_t old_pid, new_pid;
+  uint64_t salt; /* of the group that described it: its track uuids */
 };
 
 struct merge {
@@ -106,7 +107,16 @@ static uint64_t hash_str(const char *s) {
   return mix64(h);
 }
 static uint64_t map_uuid(const struct merge *m, uint64_t u) {
-  return u ? mix64(u ^ m->group_salt) : 0;
+  if (!u)
+    return 0;
+  /* A joining input's tracks of a process another input of its argument
+   * described (our uuids: pid << 32 | tid) are that input's tracks: one
+   * process track per pid, not one per file (the samples trace of
+   * `xptrace run --sample` made a second process of the same pid). */
+  for (size_t i = 0; m->joins && i < m->claims_n; i++)
+    if (m->claims[i].arg == m->arg && (uint64_t)(uint32_t)m->claims[i].old_pid == u >> 32)
+      return mix64(u ^ m->claims[i].salt);
+  return mix64(u ^ m->group_salt);
 }
 /* Ids with bit 63 set are unique across processes and runs already
  * (xptrace_protocol.h: the MPI layer's messages) and join processes of
@@ -201,7 +211,7 @@ static int32_t map_pid_claim(struct merge *m, int32_t pid, bool claim) {
         m->claims = c, m->claims_cap = cap;
     }
     if (m->claims_n < m->claims_cap)
-      m->claims[m->claims_n++] = (struct pid_claim){m->arg, pid, out};
+      m->claims[m->claims_n++] = (struct pid_claim){m->arg, pid, out, m->group_salt};
   }
   if (m->gpids_n == m->gpids_cap) {
     size_t cap = m->gpids_cap ? m->gpids_cap * 2 : 8;

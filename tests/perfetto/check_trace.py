@@ -127,6 +127,9 @@ class Summary:
         self.dropped = 0
         self.names = {}
         self.threads = set()
+        self.process_uuid = {}
+        self.thread_uuid = {}
+        self.thread_parents = []
         self.active_threads = None  # proto: thread tracks with events (every thread has a track)
         self.thread_names = {}  # (pid, tid) -> name
         self.clock = []  # (sent ns, recorded ns) of "clock <ns>" instants
@@ -353,10 +356,18 @@ def check_proto(proto_file, trace, args):
                     fail("pid %s names two processes: %r, %r" % (pid, s.processes[pid],
                                                                  one(pr, "process_name")))
                 s.processes[pid] = one(pr, "process_name")
+                # Perfetto makes a process of each process track: one per pid
+                if s.process_uuid.setdefault(pid, uuid) != uuid:
+                    fail("pid %s has two process tracks (%s, %s)" % (pid, s.process_uuid[pid], uuid))
             seq_pids.setdefault(seq_id, set()).add(track_pid(tracks, uuid))
             th = one(td, "thread")
             if th:
-                s.threads.add((one(th, "pid"), one(th, "tid")))
+                key = (one(th, "pid"), one(th, "tid"))
+                # one thread track per thread, under its process's track
+                if s.thread_uuid.setdefault(key, uuid) != uuid:
+                    fail("thread %s of pid %s has two thread tracks" % (key[1], key[0]))
+                s.thread_parents.append((key, one(td, "parent_uuid")))
+                s.threads.add(key)
                 s.thread_names[(one(th, "pid"), one(th, "tid"))] = one(th, "thread_name")
                 if not one(th, "thread_name"):
                     fail("thread %s has no name" % one(th, "tid"))
@@ -483,6 +494,10 @@ def check_proto(proto_file, trace, args):
         if len(pids - {None}) > 1:
             fail("sequence %d writes on tracks of processes %s" % (seq_id, sorted(pids - {None})))
     check_graph(s, graph_starts)
+    known = set(s.process_uuid.values())
+    for key, parent in s.thread_parents:
+        if parent is not None and parent not in known:
+            fail("thread %s of pid %s hangs under no process track (%s)" % (key[1], key[0], parent))
     s.open += sum(len(v) for v in stacks.values())
     return s
 
@@ -647,6 +662,10 @@ def check_json(trace, args):
         s.flows += 1
     count_device_flows(s, flow_at)
     check_graph(s, graph_starts)
+    known = set(s.process_uuid.values())
+    for key, parent in s.thread_parents:
+        if parent is not None and parent not in known:
+            fail("thread %s of pid %s hangs under no process track (%s)" % (key[1], key[0], parent))
     s.open += sum(len(v) for v in stacks.values())
     return s
 
