@@ -148,7 +148,7 @@ def bad_input():
     one_line(err, "folder without traces")
     for args in (["--format", "xml", "A"], ["--top", "x", "A"], ["--depth", "0", "A"],
                  ["--filter", "(", "A"], ["A", "B"], [], ["--tree", "--diff", "B", "A"],
-                 ["--pid"], ["--nope", "A"]):
+                 ["--pid"], ["--nope", "A"], ["--sort", "bogus", "A"]):
         out, err = report(args, 2)
         if not err.startswith("xptrace: ") or "usage: xptrace report" not in err:
             fail("usage error %s: %r" % (args, err))

@@ -24,7 +24,7 @@ for size in 0 12Q; do
   [ "$(grep -c '^xptrace: ' err)" -eq 1 ] || fail "--max-size $size: $(cat err)"
 done
 # stats_pairs records 80,000 events (~1.3 MB): at most 512K of them kept.
-"$xptrace" run -c perfetto --buffer-size 256K --max-size 512K -o capped -- "$pairs" >/dev/null 2>err ||
+"$xptrace" run -c perfetto --buffer-size 256K --max-size 512K -o capped -- "$pairs" paced >/dev/null 2>err ||
   fail "--max-size run: exit $?"
 grep -Eq "dropped [1-9][0-9]* events.*\(the recording reached its maximum size\)" err ||
   fail "--max-size: no drop line: $(cat err)"

@@ -420,6 +420,14 @@ int xptrace_merge_session(const char *dir, char **leaves, size_t n, const char *
     return 1;
   char out[PATH_MAX + 32];
   snprintf(out, sizeof out, "%s/trace" SUFFIX, dir);
+  /* One process, nothing to join: its trace is the run's, under a second
+   * name (a hard link), not a second copy on the disk. */
+  if (in.n == 1 && !in.v[0].joins && link(in.v[0].path, out) == 0) {
+    snprintf(path, len, "%s", out);
+    *processes = 1;
+    inputs_free(&in);
+    return 0;
+  }
   struct pt_merge_stats st = {0};
   int rc = merge_to(&in, out, path, len, &st);
   *processes = st.processes;

@@ -69,9 +69,26 @@ int cmd_report(int argc, char **argv) {
         return usage_error(usage_report, "--top wants a count, not '%s'", optarg);
       o.top = (size_t)v;
       break;
-    case 's':
+    case 's': {
+      /* Every column some table has (report_tables.c, report_tree.c). */
+      static const char *const columns[] = {
+          "busy",    "category", "command", "count",     "counter", "delta",   "depth",
+          "device",  "device_time", "first", "function", "inclusive", "inclusive%", "instants",
+          "last",    "max",      "mean",    "min",       "name",    "open",    "pid",
+          "queue",   "ratio",    "samples", "self",      "self%",   "slices",  "span",
+          "threads", "tid",      "total",   "total%",    "values",  "windows", "p50",
+          "p95",     "p99"};
+      bool known = false;
+      for (size_t k = 0; k < sizeof columns / sizeof *columns && !known; k++)
+        known = strcmp(optarg, columns[k]) == 0;
+      if (!known)
+        return usage_error(usage_report,
+                           "unknown --sort column '%s' (e.g. self, total, count, mean, p99, "
+                           "inclusive, name)",
+                           optarg);
       o.sort = optarg;
       break;
+    }
     case 'F':
       filter = optarg;
       break;
