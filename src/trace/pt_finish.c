@@ -490,6 +490,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
       }
     } else {
       fin_enc->thread_record(&f->out, t, r, ts);
+      pt_slices_record(r, ts);
     }
     if (f->out.len >= (1u << 20))
       fin_out_flush(f);
@@ -528,6 +529,7 @@ static void fin_encode(struct fin *f) {
       end++;
     struct fin_drops drops = {0};
     fin_pair(f, i, end, &drops);
+    pt_slices_thread();
     for (; i < end; i++)
       fin_encode_segment(f, &t, i, &drops);
     free(drops.pos);
@@ -536,6 +538,7 @@ static void fin_encode(struct fin *f) {
     free(t.seq.seen);
   }
   free(order);
+  pt_slices_thread(); /* the last thread's open slices */
   pt_dev_pass(&f->out, fin_enc, true, fin_mono_ns());
   if (f->graph_n)
     fin_enc->graph(&f->out, f->graph, f->graph_n);

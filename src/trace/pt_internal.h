@@ -120,6 +120,10 @@ PT_HIDDEN int pt_flow_kind(uint16_t type);
 /* Name of a record's slice: payload name, inline name, or type name. */
 PT_HIDDEN const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen);
 PT_HIDDEN const char *pt_stream_name(uint8_t stream);
+/* pt_slices.c: the finisher's slice statistics (xpt_slices.h), fed one
+ * thread at a time with the records it encodes. */
+PT_HIDDEN void pt_slices_thread(void);
+PT_HIDDEN void pt_slices_record(const struct pt_rec *r, uint64_t ts);
 /* A trace point type's name (user-defined ones after their tool). */
 PT_HIDDEN const char *pt_type_name(uint16_t type, char *buf, size_t buflen);
 PT_HIDDEN void pt_str_reset(void);

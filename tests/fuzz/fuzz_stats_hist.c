@@ -1,4 +1,4 @@
-/* The stats collector's histogram (src/collectors/stats/stats_hist.c,
+/* The stats collector's histogram (src/common/stats_hist.c,
  * compiled in): random values and counts, merges and quantiles; a
  * quantile is a bucket's midpoint, so it stays within the histogram's
  * relative error of the recorded min and max. */

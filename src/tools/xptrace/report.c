@@ -10,6 +10,7 @@
 
 #include "report_load.h"
 #include "report_table.h"
+#include "xpt_slices.h"
 #include "xptrace_cmds.h"
 
 static const char usage_report[] =
@@ -201,4 +202,56 @@ int report_points_table(FILE *out, const char *trace, size_t top) {
   }
   rp_model_free(&m);
   return status;
+}
+
+int report_slices_table(FILE *out, const struct xpt_slice_table *sl, size_t top,
+                        const char *source) {
+  struct rp_options o = {.format = RP_FMT_TEXT, .top = top, .sel = {.pid = -1, .tid = -1}};
+  struct rp_table t;
+  rp_table_init(&t, "points", "Trace points (slices on threads)");
+  rp_table_col(&t, "name", RP_K_STR);
+  rp_table_col(&t, "category", RP_K_STR);
+  rp_table_col(&t, "count", RP_K_INT);
+  rp_table_col(&t, "total", RP_K_NS);
+  rp_table_col(&t, "self", RP_K_NS);
+  static const char *const dist[] = {"mean", "min", "max", "p50", "p95", "p99"};
+  for (size_t i = 0; i < 6; i++)
+    rp_table_col(&t, dist[i], RP_K_NS);
+  t.sort_col = 3;
+  uint64_t count = 0, total = 0, self = 0;
+  for (size_t i = 0; i < sl->n; i++) {
+    const struct xpt_slice_row *r = &sl->rows[i];
+    if (!r->count)
+      continue;
+    struct rp_cell *c = rp_table_row(&t);
+    if (!c)
+      break;
+    double v[11] = {0, 0, (double)r->count, (double)r->total, (double)r->self,
+                    (double)(r->total / r->count), (double)r->min, (double)r->max};
+    static const double q[3] = {0.50, 0.95, 0.99};
+    for (size_t k = 0; k < 3; k++) { /* a bucket's midpoint, within the exact range */
+      uint64_t p = stats_hist_quantile(&r->hist, r->count, q[k]);
+      v[8 + k] = (double)(p < r->min ? r->min : p > r->max ? r->max : p);
+    }
+    c[0] = (struct rp_cell){.s = r->name};
+    c[1] = (struct rp_cell){.s = r->category};
+    for (size_t k = 2; k < 11; k++)
+      c[k] = (struct rp_cell){.s = "", .v = v[k]};
+    count += r->count;
+    total += r->total;
+    self += r->self;
+  }
+  char b1[32], b2[32];
+  rp_fmt_ns(b1, sizeof b1, (double)total);
+  rp_fmt_ns(b2, sizeof b2, (double)self);
+  /* As report's line; the finisher leaves no end without its begin. */
+  snprintf(t.note, sizeof t.note,
+           "slices %llu, total %s, self %s; ends without a begin 0, begins never ended %llu",
+           (unsigned long long)count, b1, b2, (unsigned long long)sl->unclosed);
+  rp_table_sort(&t, &o);
+  rp_print(out, &t, 1, &o, source, NULL);
+  if (sl->oom)
+    fprintf(out, "xptrace: out of memory: some slices were not counted in this table\n");
+  rp_table_free(&t);
+  return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "counters.h"
 #include "xpt_collector.h"
+#include "xpt_slices.h"
 #include "xptrace_cmds.h"
 #include "sampler_config.h" /* the period syntax */
 #include "fn_config.h" /* the function hooks' settings parsers */
@@ -165,21 +166,16 @@ static const char *run_mpi_rank(void) {
   return NULL;
 }
 
-/* Read back at the end: past this, a summary would hold the user up. */
-#define FN_TABLE_MAX_TRACE (256ll << 20)
-
 /* --functions with the trace collector alone (its default): the
- * per-function table, read back from the trace as `xptrace report` does
- * (a trace too large to read at the end is left to that command). */
-static void print_function_table(const char *trace, const char *dir) {
-  struct stat st;
-  if (stat(trace, &st) == 0 && st.st_size > FN_TABLE_MAX_TRACE) {
-    fprintf(stderr, "xptrace: the trace is %lld MiB; per function: xptrace report %s\n",
-            (long long)(st.st_size >> 20), dir);
-    return;
-  }
+ * per-function table, from the slices counted while the traces were
+ * written; read back from the trace (as `xptrace report` does) only when
+ * nothing was counted here (a process that finished its own recording). */
+static void print_function_table(const char *trace, const struct xpt_slice_table *slices) {
   fflush(stderr);
-  report_points_table(stderr, trace, 20);
+  if (slices->n)
+    report_slices_table(stderr, slices, 20, trace);
+  else
+    report_points_table(stderr, trace, 20);
 }
 
 /* Whether some process of the run called XPTI: the collectors left a
@@ -219,6 +215,9 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     /* The program's recordings (its forked and exec'd children's too)
      * become traces here, however the program ended. */
     int traces = 0;
+    struct xpt_slice_table slices = {0};
+    if (fn_table)
+      xpt_slices_collect(&slices);
     if (n == 0) {
       xptrace_finish_dir_print(dir, &traces, !merge);
     } else {
@@ -229,6 +228,7 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
         traces += k;
       }
     }
+    xpt_slices_collect(NULL);
     unsigned processes = 0;
     char merged[PATH_MAX + 300];
     if (merge && n &&
@@ -237,7 +237,7 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
         fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
       if (fn_table)
-        print_function_table(merged, dir);
+        print_function_table(merged, &slices);
     } else if (!recorded) {
       /* said above */
     } else if (traces == 0) {
@@ -247,6 +247,7 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     }
     if (rank)
       fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
+    xpt_slices_free(&slices);
   }
   if (chosen[1]) {
     int found = 0;

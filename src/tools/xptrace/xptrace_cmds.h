@@ -18,6 +18,11 @@ int cmd_report(int argc, char **argv);
  * the per-function table after `xptrace run --functions`.  0, or 1 when
  * the trace could not be read whole. */
 int report_points_table(FILE *out, const char *trace, size_t top);
+/* The same table from the slices the finisher counted (xpt_slices.h):
+ * nothing read again. */
+struct xpt_slice_table;
+int report_slices_table(FILE *out, const struct xpt_slice_table *slices, size_t top,
+                        const char *source);
 /* xptrace causal (causal.c) */
 int cmd_causal(int argc, char **argv);
 /* xptrace finish DIR... */
