@@ -224,6 +224,18 @@ static void fin_seg_add(struct fin *f, const struct fin_seg *s) {
 
 /* Walk one chunk: descriptions go to the table, thread records open
  * segments.  Records are checked against the chunk's bounds. */
+/* Pages of the recording or the spill file read through: their mapping
+ * is dropped (the file keeps them; a later read maps them again), so that
+ * the finisher's memory is what it reads now, not the recording's size
+ * (a 2.3 GB recording took 2.28 GB).  Only whole pages inside the range:
+ * its edges may hold a neighbour's records. */
+static void fin_release(const void *p, size_t len) {
+  uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+  uintptr_t b = ((uintptr_t)p + len) & ~(uintptr_t)4095;
+  if (b > a)
+    madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_t cap) {
   const uint8_t *data = (const uint8_t *)(c + 1);
   uint32_t committed = atomic_load_explicit(&((struct xpt_rec_chunk *)c)->committed,
@@ -265,6 +277,7 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
     seg.to = off;
     fin_seg_add(f, &seg);
   }
+  fin_release(data, committed);
 }
 
 static int fin_u64_cmp(const void *x, const void *y) {
@@ -435,6 +448,7 @@ static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *
         fin_drops_add(d, open[--n].pos);
       n--;
     }
+    fin_release(s->data + s->from, s->to - s->from);
   }
   bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
   for (size_t k = 0; lost && k < n; k++)
@@ -495,6 +509,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
     if (f->out.len >= (1u << 20))
       fin_out_flush(f);
   }
+  fin_release(s->data + s->from, s->to - s->from);
 }
 
 static void fin_encode(struct fin *f) {
