@@ -225,15 +225,27 @@ static void fin_seg_add(struct fin *f, const struct fin_seg *s) {
 /* Walk one chunk: descriptions go to the table, thread records open
  * segments.  Records are checked against the chunk's bounds. */
 /* Pages of the recording or the spill file read through: their mapping
- * is dropped (the file keeps them; a later read maps them again), so that
- * the finisher's memory is what it reads now, not the recording's size
- * (a 2.3 GB recording took 2.28 GB).  Only whole pages inside the range:
- * its edges may hold a neighbour's records. */
-static void fin_release(const void *p, size_t len) {
-  uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-  uintptr_t b = ((uintptr_t)p + len) & ~(uintptr_t)4095;
-  if (b > a)
-    madvise((void *)a, b - a, MADV_DONTNEED);
+ * is dropped (the file keeps them, unchanged: a later read maps them
+ * again), so that the finisher's memory is what it reads now, not the
+ * recording's size (a 2.3 GB recording took 2.28 GB).  A fault maps the
+ * pages around it that the page cache holds too (up to 64 KiB), pages
+ * released before among them: the release reaches that far on both
+ * sides, inside the mapping the range is in. */
+enum { FIN_AROUND = 64 << 10 };
+static void fin_release(const struct fin *f, const void *p, size_t len) {
+  const uint8_t *lo = NULL, *hi = NULL, *q = p;
+  if (f->map && q >= f->map && q < f->map + f->map_len)
+    lo = f->map, hi = f->map + f->map_len;
+  else if (f->spill && q >= f->spill && q < f->spill + f->spill_len)
+    lo = f->spill, hi = f->spill + f->spill_len;
+  if (!lo || !len)
+    return;
+  uintptr_t a = (uintptr_t)q > (uintptr_t)lo + FIN_AROUND ? (uintptr_t)q - FIN_AROUND : (uintptr_t)lo;
+  uintptr_t b = (uintptr_t)q + len + FIN_AROUND < (uintptr_t)hi ? (uintptr_t)q + len + FIN_AROUND
+                                                                 : (uintptr_t)hi;
+  a &= ~(uintptr_t)4095; /* the mappings start on a page */
+  b = (b + 4095) & ~(uintptr_t)4095;
+  madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_t cap) {
@@ -277,7 +289,7 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
     seg.to = off;
     fin_seg_add(f, &seg);
   }
-  fin_release(data, committed);
+  fin_release(f, c, sizeof *c + committed);
 }
 
 static int fin_u64_cmp(const void *x, const void *y) {
@@ -329,6 +341,8 @@ static void fin_read_spill(struct fin *f, int dirfd, const char *name) {
     f->spilled_gens[f->spilled_n++] = e.gen;
     if (c->magic == XPT_REC_CHUNK_MAGIC)
       fin_scan_chunk(f, c, e.bytes - (uint32_t)sizeof *c);
+    else
+      fin_release(f, c, e.bytes);
     off += sizeof e + e.bytes;
   }
   if (f->spilled_n)
@@ -448,7 +462,7 @@ static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *
         fin_drops_add(d, open[--n].pos);
       n--;
     }
-    fin_release(s->data + s->from, s->to - s->from);
+    fin_release(f, s->data + s->from, s->to - s->from);
   }
   bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
   for (size_t k = 0; lost && k < n; k++)
@@ -509,7 +523,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
     if (f->out.len >= (1u << 20))
       fin_out_flush(f);
   }
-  fin_release(s->data + s->from, s->to - s->from);
+  fin_release(f, s->data + s->from, s->to - s->from);
 }
 
 static void fin_encode(struct fin *f) {
@@ -727,13 +741,17 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   for (uint64_t i = 0; i < chunks; i++) {
     const struct xpt_rec_chunk *c =
         (const struct xpt_rec_chunk *)(f.map + XPT_REC_HEADER_SIZE + i * f.h->chunk_size);
-    if (c->magic != XPT_REC_CHUNK_MAGIC)
-      continue; /* never used */
+    if (c->magic != XPT_REC_CHUNK_MAGIC) {
+      fin_release(&f, c, sizeof *c); /* never used */
+      continue;
+    }
     /* Copied out (free or not): read there.  A free chunk whose copy is
      * not in the part of the spill file read here is read from the ring,
      * where it still is (not reused: it would have a new generation). */
-    if (fin_spilled(&f, atomic_load(&((struct xpt_rec_chunk *)c)->gen)))
+    if (fin_spilled(&f, atomic_load(&((struct xpt_rec_chunk *)c)->gen))) {
+      fin_release(&f, c, sizeof *c); /* its header was read */
       continue;
+    }
     fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);
   }
 
