@@ -255,19 +255,18 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     if (fate != PT_RECORDED)
       return;
   } else if (!atomic_load_explicit(&pt_open, memory_order_relaxed)) {
-    if (cls & PT_C_BEGIN)
+    if (cls & PT_C_BEGIN) {
+      if (t->depth >= pt_nest_max)
+        pt_nest_evict_oldest(t);
       pt_nest_push(t, PT_GATED); /* outside the time windows, its end too */
+    }
     return;
   }
+  if ((cls & PT_C_BEGIN) && t->depth >= pt_nest_max)
+    pt_nest_evict_oldest(t);
   uint32_t keep = (cls & PT_C_END) ? 0 : t->w.hold;
-  if (cls & PT_C_BEGIN) {
-    if (t->depth >= pt_nest_max) {
-      pt_nest_push(t, PT_DROPPED);
-      pt_drop(1);
-      return;
-    }
+  if (cls & PT_C_BEGIN)
     keep += (uint32_t)sizeof(struct xpt_rec_raw);
-  }
   uint64_t uid = event ? event->unique_id : 0;
   bool named = uid != 0 && uid != PT_SEEN_EMPTY;
   if (!t->w.cur && !pt_next_chunk(t)) {

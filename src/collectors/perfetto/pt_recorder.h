@@ -117,6 +117,24 @@ PT_HIDDEN extern __thread struct pt_rthread *pt_tls __attribute__((tls_model("in
  * outside the time windows (not a drop). */
 enum pt_fate { PT_RECORDED, PT_DROPPED, PT_GATED };
 
+/* The thread's open levels are full: its oldest is taken as ended
+ * elsewhere (a begin whose end another thread sends: a task handed on, a
+ * request completed by a runtime thread) and its end's room given back,
+ * so that the thread records on (a fixed limit dropped every begin after
+ * 4,096 such).  Were its end to come here after all, it is kept as an
+ * end with no open begin, which the finisher pairs by value. */
+static inline void pt_nest_evict_oldest(struct pt_rthread *t) {
+  if (!(t->lost[0] & 1))
+    t->w.hold -= (uint32_t)sizeof(struct xpt_rec_raw);
+  for (unsigned i = 0; i < PT_NEST_WORDS; i++) {
+    uint64_t next_lost = i + 1 < PT_NEST_WORDS ? t->lost[i + 1] : 0;
+    uint64_t next_gated = i + 1 < PT_NEST_WORDS ? t->gated[i + 1] : 0;
+    t->lost[i] = t->lost[i] >> 1 | next_lost << 63;
+    t->gated[i] = t->gated[i] >> 1 | next_gated << 63;
+  }
+  t->depth--;
+}
+
 static inline PT_GPR void pt_nest_push(struct pt_rthread *t, enum pt_fate fate) {
   uint32_t d = t->depth++;
   if (d >= pt_nest_max)
