@@ -135,7 +135,17 @@ malloc-term)
     wait $xp
     rc=$?
     [ "$rc" = 143 ] || fail "try $i: exit $rc, expected 143 (124 is a hang): $(cat "m$i.err")"
-    check "m$i/trace.perfetto-trace" --allow-unmatched
+    # The full protobuf check (protoc) on a few tries; the others read the
+    # trace with the project's own reader (xptrace report), which fails on
+    # a trace it cannot read, and want no end without its begin.
+    case $i in
+    1 | 10 | 20) check "m$i/trace.perfetto-trace" --allow-unmatched ;;
+    *)
+      "$xptrace" report "m$i/trace.perfetto-trace" >"m$i.report" 2>&1 ||
+        fail "try $i: the trace does not read: $(cat "m$i.report")"
+      grep -q "ends without a begin 0," "m$i.report" || fail "try $i: $(tail -n 3 "m$i.report")"
+      ;;
+    esac
     no_recording_left "m$i"
   done
   ;;
