@@ -170,7 +170,7 @@ signal-notify|signal-names)
   # dropped is exact.
   ticks=$(sed -n 's/^ticks \([0-9]*\) .*/\1/p' s.out)
   n=$(sed -n 's/^ticks [0-9]* pairs \([0-9]*\)/\1/p' s.out)
-  [ -n "$ticks" ] && [ "$ticks" -gt 100 ] || fail "too few ticks: $(cat s.out)"
+  [ -n "$ticks" ] && [ "$ticks" -ge 500 ] || fail "too few ticks in 20 s: $(cat s.out)"
   per_tick=1
   [ "$case_name" = signal-names ] && per_tick=2
   check s/trace.perfetto-trace --name work="$n" --total $((2 * n + per_tick * ticks))
