@@ -99,6 +99,10 @@ elif mode == "sample":
     # The main thread waits in pthread_join: seen by wall time only.
     c.check(rt is not None and inclusive(rt, "run_threads", "[main]") > 0, "realtime: no waiting main thread")
     c.check("cputime samples at 150 Hz" in err and "realtime samples at 150 Hz" in err, f"summary: {err}")
+    # The same folder again: the new files take new names, and every
+    # message is about this run's (the last line named the first run's).
+    rc, out, err = xp("sample", "-f", "150", "-o", "s", "--", work, "threads", "2")
+    c.check(rc == 0 and f"xptrace: samples {d}/samples-1.folded" in err, f"second run: {err}")
     # Exit status and death by signal are the command's.
     rc, out, err = xp("sample", "--method", "timer", "-o", "t", "--", work, "term", "1")
     c.check(rc == 128 + 15 and "killed by signal 15 (SIGTERM)" in err, f"term: {rc} {err}")

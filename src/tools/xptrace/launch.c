@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -140,6 +141,8 @@ const char *signal_name(int sig) {
 }
 
 static volatile sig_atomic_t child_pid, forwarded_sig;
+/* When this xptrace started its command: files older are another run's. */
+static struct timespec launch_t0;
 
 /* A signal that would end xptrace goes to the command instead, which then
  * ends (or not) as it would have; xptrace says so and reports that. */
@@ -167,6 +170,8 @@ void launch_forward_signals(int pid) {
   /* pid 0: the command is reaped (its pid may be reused): the defaults
    * again, for what xptrace does after it. */
   child_pid = pid;
+  if (pid && !launch_t0.tv_sec) /* the clock file times are taken from */
+    clock_gettime(CLOCK_REALTIME_COARSE, &launch_t0);
   struct sigaction forward = {.sa_handler = pid ? forward_signal : SIG_DFL}, old;
   sigemptyset(&forward.sa_mask);
   size_t n = sizeof forwarded_signals / sizeof *forwarded_signals;
@@ -245,13 +250,16 @@ int preload_sampler(const char *usage, bool verbose) {
   return 0;
 }
 
-/* samples.folded, else the newest regular samples*.folded in `dir`: the session takes a new
- * name (samples-1.folded) when one is taken, and a planted symlink is
- * never what we wrote. */
+/* This run's samples*.folded in `dir` (written since the command
+ * started: a folder used before keeps the other run's samples.folded and
+ * this one's takes a new name, samples-1.folded), the CPU-time one before
+ * the real-time one, else the newest; a planted symlink is never what we
+ * wrote. */
 void print_sample_outputs(const char *dir, bool explain) {
   DIR *d = opendir(dir);
   char best[NAME_MAX + 1] = "";
   struct timespec best_t = {0, 0};
+  bool best_cpu = false;
   for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
     size_t n = strlen(e->d_name);
     if (strncmp(e->d_name, "samples", 7) != 0 || n < 14 || strcmp(e->d_name + n - 7, ".folded") != 0)
@@ -259,13 +267,16 @@ void print_sample_outputs(const char *dir, bool explain) {
     struct stat st;
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       continue;
-    bool plain = strcmp(e->d_name, "samples.folded") == 0; /* CPU time, the usual name */
-    bool have_plain = strcmp(best, "samples.folded") == 0;
+    if (st.st_mtim.tv_sec < launch_t0.tv_sec ||
+        (st.st_mtim.tv_sec == launch_t0.tv_sec && st.st_mtim.tv_nsec < launch_t0.tv_nsec))
+      continue; /* another run's */
+    bool cpu = strstr(e->d_name, "realtime") == NULL;
     bool newer = !best[0] || st.st_mtim.tv_sec > best_t.tv_sec ||
                  (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec > best_t.tv_nsec);
-    if (plain || (!have_plain && newer)) {
+    if (!best[0] || (cpu && !best_cpu) || (cpu == best_cpu && newer)) {
       snprintf(best, sizeof best, "%s", e->d_name);
       best_t = st.st_mtim;
+      best_cpu = cpu;
     }
   }
   if (d)
