@@ -99,6 +99,13 @@ elif mode == "sample":
     # The main thread waits in pthread_join: seen by wall time only.
     c.check(rt is not None and inclusive(rt, "run_threads", "[main]") > 0, "realtime: no waiting main thread")
     c.check("cputime samples at 150 Hz" in err and "realtime samples at 150 Hz" in err, f"summary: {err}")
+    # Wall time only: nothing said about CPU-time samples (a false "got 0
+    # samples" diagnosis), and the real-time clock's own rate.
+    env = dict(os.environ, XPTRACE_SAMPLE_REALTIME_FREQ="50")
+    rc, out, err = xp("sample", "--clock", "realtime", "-o", "rt", "--", work, "threads", "2", env=env)
+    c.check(rc == 0 and "realtime samples at 50 Hz" in err, f"realtime rate: {err}")
+    c.check("cputime samples" not in err and "got 0 samples" not in err and
+            "samples per CPU-second" not in err, f"realtime: CPU-time messages: {err}")
     # The same folder again: the new files take new names, and every
     # message is about this run's (the last line named the first run's).
     rc, out, err = xp("sample", "-f", "150", "-o", "s", "--", work, "threads", "2")

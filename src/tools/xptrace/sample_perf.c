@@ -481,8 +481,8 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   launch_forward_signals(pid);
 
   const char *base = strrchr(command[0], '/');
-  xs_options_t so = {o->dir, command[0], "perf", effective_hz(o), o->depth, o->demangle, true, false,
-                     NULL, 0};
+  xs_options_t so = {o->dir,     command[0], "perf", effective_hz(o), o->depth, o->demangle, true,
+                     false,      NULL,       0,      {effective_hz(o), 0}};
   perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o};
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
   if (!s.session || (!o->fp && !s.unw) || !s.pcs) {

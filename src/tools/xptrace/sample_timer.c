@@ -459,7 +459,9 @@ int sample_timer_report(const sample_timer_opts_t *o) {
   xs_options_t so = {.dir = o->dir, .command = o->command ? o->command : program, .method = "timer",
                      .hz = hz, .depth = o->depth ? o->depth : root->depth, .demangle = o->demangle,
                      .trace = true, .trace_path = o->trace_path,
-                     .trace_path_len = o->trace_path_len};
+                     .trace_path_len = o->trace_path_len,
+                     .clock_hz = {root->clock_on[0] ? root->freq[0] : 0,
+                                  root->clock_on[1] ? root->freq[1] : 0}};
   xs_session_t *s = xs_session_new(&so);
   if (!s) {
     fprintf(stderr, "xptrace sample: out of memory\n");

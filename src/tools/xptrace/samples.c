@@ -548,6 +548,14 @@ static const char *const clock_name[XS_NCLOCKS] = {"cputime", "realtime"};
 static const char *const clock_suffix[XS_NCLOCKS] = {"", "_realtime"};
 
 /* One clock's files and table; returns its total weight. */
+/* Whether `clock` was sampled, and at what rate (xs_options_t.clock_hz). */
+static bool clock_on(const xs_session_t *s, xs_clock_t clock) {
+  return !(s->o.clock_hz[XS_CPUTIME] || s->o.clock_hz[XS_REALTIME]) || s->o.clock_hz[clock] > 0;
+}
+static double clock_rate(const xs_session_t *s, xs_clock_t clock) {
+  return s->o.clock_hz[clock] > 0 ? s->o.clock_hz[clock] : s->o.hz;
+}
+
 static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
   agg_t a = {0};
   agg_ctx = &a;
@@ -627,8 +635,8 @@ static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
   const char *base = strrchr(s->o.command, '/');
   base = base ? base + 1 : s->o.command;
   fprintf(stderr, "xptrace sample: %s (pid %d): %llu %s samples at %g Hz, %zu of %zu thread(s) sampled",
-          base, (int)s->root, (unsigned long long)total, clock_name[clock], s->o.hz, sampled,
-          s->nthreads);
+          base, (int)s->root, (unsigned long long)total, clock_name[clock], clock_rate(s, clock),
+          sampled, s->nthreads);
   if (s->nprocs > 1)
     fprintf(stderr, " in %zu processes", s->nprocs);
   fputc('\n', stderr);
@@ -671,9 +679,9 @@ static void report_processes(const xs_session_t *s, uint64_t total) {
 
 /* Every thread's CPU time (the kernel's) against its samples. */
 static void diagnose_threads(const xs_session_t *s) {
-  if (s->o.hz <= 0)
+  if (clock_rate(s, XS_CPUTIME) <= 0 || !clock_on(s, XS_CPUTIME))
     return;
-  double period = 1e9 / s->o.hz;
+  double period = 1e9 / clock_rate(s, XS_CPUTIME);
   unsigned shown = 0, quiet = 0;
   for (size_t i = 0; i < s->nthreads; ++i) {
     const xs_thread_t *t = &s->threads[i];
@@ -710,7 +718,7 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
   for (size_t i = 0; i < s->nrecs; ++i)
     any[s->recs[i].clock] = true;
   for (int c = 0; c < XS_NCLOCKS; ++c)
-    if (any[c] || c == XS_CPUTIME) {
+    if (any[c] || (c == XS_CPUTIME && clock_on(s, XS_CPUTIME))) {
       uint64_t n = report_clock(s, (xs_clock_t)c, !s->o.quiet_table);
       if (c == XS_CPUTIME)
         report_processes(s, n);
@@ -722,7 +730,7 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
     fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
   if (s->o.trace_path && s->o.trace_path_len)
     snprintf(s->o.trace_path, s->o.trace_path_len, "%s", wrote ? path : "");
-  if (m) {
+  if (m && clock_on(s, XS_CPUTIME)) {
     uint64_t cpu_samples = 0;
     for (size_t i = 0; i < s->nthreads; ++i)
       cpu_samples += s->threads[i].samples[XS_CPUTIME];

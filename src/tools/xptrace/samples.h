@@ -33,6 +33,10 @@ typedef struct xs_options {
   bool quiet_table;    /* no top-functions table, summary line only */
   char *trace_path;    /* when set: gets the samples trace written ("" none) */
   size_t trace_path_len;
+  /* The rate of each clock sampled, 0 for a clock not sampled (messages
+   * about CPU time, or at `hz`, were false under --clock realtime); all
+   * 0: `hz` for every clock and CPU time always reported. */
+  double clock_hz[XS_NCLOCKS];
 } xs_options_t;
 
 /* NULL when out of memory.  The strings of `o` must outlive the session. */
