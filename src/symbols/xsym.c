@@ -66,12 +66,18 @@ static void strtab_free(strtab_t *t) {
 
 struct xsym_module {
   char *path;
-  const char *name;
+  const char *name; /* the real file's name (of `real`), else the path's */
+  char *real;
   uint8_t build_id[64];
   size_t build_id_len;
   Dwfl *dwfl;
   Dwfl_Module *mod;
   bool opened, mismatch;
+  /* Function starts (ELF addresses, sorted) from .eh_frame_hdr, read
+   * when an address has no symbol; NULL: none there. */
+  GElf_Addr *starts;
+  size_t nstarts;
+  bool starts_read;
 };
 
 /* Cached lookups: (module, offset) -> frames. */
@@ -118,6 +124,8 @@ void xsym_free(xsym_t *x) {
     if (x->mods[i]->dwfl)
       dwfl_end(x->mods[i]->dwfl);
     free(x->mods[i]->path);
+    free(x->mods[i]->real);
+    free(x->mods[i]->starts);
     free(x->mods[i]);
   }
   free(x->mods);
@@ -159,7 +167,11 @@ xsym_module_t *xsym_module(xsym_t *x, const char *path, const uint8_t *build_id,
     free(m);
     return NULL;
   }
-  m->name = base_name(m->path);
+  /* One name for one file: a library mapped through its soname link
+   * (libz.so.1, as the loader names it) and through its file (perf's
+   * libz.so.1.2.13) are the same module in every output. */
+  m->real = realpath(m->path, NULL);
+  m->name = base_name(m->real ? m->real : m->path);
   if (len) {
     memcpy(m->build_id, build_id, len);
     m->build_id_len = len;
@@ -339,6 +351,57 @@ static size_t inline_frames(xsym_t *x, Dwfl_Module *mod, GElf_Addr addr, xsym_fr
   return k;
 }
 
+static int32_t le32(const uint8_t *p) {
+  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* The function starts of .eh_frame_hdr's search table (the unwinder's
+ * own index: one entry per function with unwind information), in the
+ * encodings every x86-64 linker writes; another encoding: none. */
+static void read_starts(xsym_module_t *m) {
+  m->starts_read = true;
+  GElf_Addr bias;
+  Elf *elf = dwfl_module_getelf(m->mod, &bias);
+  size_t n;
+  if (!elf || elf_getphdrnum(elf, &n) != 0)
+    return;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME || ph.p_filesz < 12)
+      continue;
+    Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+    const uint8_t *h = d ? d->d_buf : NULL;
+    /* version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4 */
+    if (!h || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+      return;
+    uint32_t count = (uint32_t)le32(h + 8);
+    if (count == 0 || 12 + (size_t)count * 8 > ph.p_filesz || !(m->starts = malloc(count * sizeof *m->starts)))
+      return;
+    for (uint32_t k = 0; k < count; ++k)
+      m->starts[k] = (GElf_Addr)((int64_t)ph.p_vaddr + le32(h + 12 + (size_t)k * 8)) + bias;
+    m->nstarts = count;
+    return;
+  }
+}
+
+/* The start of the function holding `addr` (a module address). */
+static bool function_start(xsym_module_t *m, GElf_Addr addr, GElf_Addr *start) {
+  if (!m->starts_read)
+    read_starts(m);
+  size_t lo = 0, hi = m->nstarts;
+  while (lo < hi) { /* the first start above addr */
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->starts[mid] <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return false;
+  *start = m->starts[lo - 1];
+  return true;
+}
+
 static size_t resolve(xsym_t *x, xsym_module_t *m, uint64_t off, xsym_frame_t *out, size_t max) {
   module_open(m);
   GElf_Addr addr;
@@ -368,6 +431,12 @@ static size_t resolve(xsym_t *x, xsym_module_t *m, uint64_t off, xsym_frame_t *o
     if (!out[i].function)
       out[i].function = str_intern(&x->strings, "[unknown]");
   if (k == 0 || !out[k - 1].function) {
+    /* No name: the function's start from the unwind tables, so that the
+     * addresses of one function of a stripped library are one row. */
+    GElf_Addr start;
+    if (m->mod && !m->mismatch && offset_to_addr(m->mod, off, &addr) &&
+        function_start(m, addr, &start) && start <= addr && addr - start <= off)
+      off -= addr - start;
     char unknown[1200];
     snprintf(unknown, sizeof unknown, "%s+0x%llx", m->name, (unsigned long long)off);
     out[0] = (xsym_frame_t){str_intern(&x->strings, unknown), NULL, 0, false};
