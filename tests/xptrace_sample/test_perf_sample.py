@@ -127,7 +127,9 @@ elif mode == "early":
         st = [(f, k) for f, k in read_folded(os.path.join(scratch, "py", "samples.folded")) or []
               if "_dl_start" not in f]
         print(f"python3: {complete(st):.1f}% of {total(st)} stacks complete")
-        c.check(rc == 0 and total(st) >= 50 and complete(st) >= 97, f"python3 imports: {err} {st}")
+        # The bug cut about half; a deep import stack can outgrow the 16 KiB
+        # stack copy (said: "ended early"), 8 of 250 in one loaded run.
+        c.check(rc == 0 and total(st) >= 50 and complete(st) >= 90, f"python3 imports: {err} {st}")
 elif mode == "nosym":
     # A stripped plugin whose hot function is local (no symbol left):
     # module+0xoffset, one row at the function's start in the file (its
