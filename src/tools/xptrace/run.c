@@ -170,10 +170,17 @@ static const char *run_mpi_rank(void) {
  * per-function table, from the slices counted while the traces were
  * written; read back from the trace (as `xptrace report` does) only when
  * nothing was counted here (a process that finished its own recording). */
-static void print_function_table(const char *trace, const struct xpt_slice_table *slices) {
+static void print_function_table(const char *trace, const struct xpt_slice_table *slices,
+                                 int finished_here) {
   fflush(stderr);
   if (slices->n)
     report_slices_table(stderr, slices, 20, trace);
+  else if (finished_here)
+    /* An unmodified or -pg build is patched only where a regex asks. */
+    fprintf(stderr, "xptrace: --functions recorded no call: the program has no compiler hooks "
+                    "(-finstrument-functions), or no function matched; an unmodified or -pg "
+                    "build is patched where a regex selects: --functions 'REGEX' "
+                    "(docs/functions.md)\n");
   else
     report_points_table(stderr, trace, 20);
 }
@@ -237,7 +244,7 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
         fprintf(stderr, "xptrace: one trace of %u processes\n", processes);
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
       if (fn_table)
-        print_function_table(merged, &slices);
+        print_function_table(merged, &slices, traces);
     } else if (!recorded) {
       /* said above */
     } else if (traces == 0) {
