@@ -12,6 +12,7 @@ CASE is WAY-SCENARIO; WAY says how the fixture was built (cyg:
 import csv
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,10 +212,19 @@ def debian_lib(xptrace, scratch):
     if run.returncode != 0 or run.stdout != "done\n":
         fail("threads: status %d, output %r" % (run.returncode, run.stdout))
     with open(os.path.join(process_dir(out), "stats.csv"), newline="") as f:
-        crc = [int(r["count"]) for r in csv.DictReader(f) if r["name"] == "crc32"]
-    if crc != [800] or "python3.11, 5 thread(s)" not in run.stderr or \
-            "unmatched ends 0, unclosed begins 0, dropped 0" not in run.stderr:
-        fail("threads: crc32 %s, expected [800] on 5 threads, nothing dropped" % crc)
+        rows = list(csv.DictReader(f))
+    crc = [int(r["count"]) for r in rows if r["name"] == "crc32"]
+    # A worker can still be inside its last calls when the process exits:
+    # a busy machine let python's main thread finish while a worker was in
+    # pthread_mutex_unlock under _PyThreadState_DeleteCurrent (2 of 12
+    # runs, the code before this stop as well).  Those begins are truly
+    # never ended; at most two per worker, and never an end without its
+    # begin or a drop.
+    unclosed = sum(int(r["unclosed_begins"]) for r in rows)
+    if crc != [800] or "python3.11, 5 thread(s)" not in run.stderr or unclosed > 8 or \
+            not re.search(r"unmatched ends 0, unclosed begins \d+, dropped 0", run.stderr):
+        fail("threads: crc32 %s, expected [800] on 5 threads, nothing dropped, %d unclosed" %
+             (crc, unclosed))
     print("test_functions: OK")
 
 
