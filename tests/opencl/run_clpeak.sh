@@ -5,6 +5,7 @@
 # must count what the statistics count, and nothing may be dropped.
 #   run_clpeak.sh <xptrace>      (exit 77: clpeak not installed)
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 xptrace=$1
 command -v clpeak >/dev/null 2>&1 || { echo "SKIP: clpeak not installed"; exit 77; }
 work=$(mktemp -d)
@@ -19,24 +20,4 @@ if grep -Eq "dropped [1-9]|xpti:" run.err; then
 fi
 "$xptrace" report --format json --top 0 out/trace.perfetto-trace >report.json || {
   echo "FAIL: report"; exit 1; }
-python3 - report.json out <<'PY'
-import csv, glob, json, sys
-rep, out = json.load(open(sys.argv[1])), sys.argv[2]
-trace = {(r["category"], r["name"]): r["count"] for r in rep["points"]["rows"]}
-stats = {}
-for f in glob.glob(out + "/*/stats.csv"):
-    for row in csv.DictReader(open(f)):
-        if row["type"] == "function_with_args" or row["type"] == "task":
-            k = (row["stream"], row["name"])
-            stats[k] = stats.get(k, 0) + int(row["count"])
-if trace != stats:
-    diff = {k: (trace.get(k), stats.get(k)) for k in set(trace) | set(stats) if trace.get(k) != stats.get(k)}
-    sys.exit("FAIL: trace and statistics disagree (trace, stats): %s" % diff)
-launches = trace.get(("opencl.api", "clEnqueueNDRangeKernel"), 0)
-device = sum(r["count"] for r in rep["devices"]["rows"])
-tasks = sum(c for (cat, _), c in trace.items() if cat == "opencl.graph")
-if launches < 20000 or device != launches or tasks != launches:
-    sys.exit("FAIL: %d launches, %d device slices, %d graph tasks" % (launches, device, tasks))
-print("OK: %d launches, each with its device slice; %d slices as counted by the statistics"
-      % (launches, sum(trace.values())))
-PY
+python3 "$here/check_cl_run.py" report.json out global_bandwidth_v1_local_offset 20000 --at-least

@@ -6,6 +6,7 @@
 # count, and nothing may be dropped.
 #   run_pyopencl.sh <xptrace> <pyopencl_vadd.py>   (exit 77: no pyopencl)
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 xptrace=$1 script=$2
 py=/usr/bin/python3
 "$py" -c "import pyopencl" 2>/dev/null || { echo "SKIP: python3-pyopencl not installed"; exit 77; }
@@ -21,23 +22,4 @@ if grep -Eq "dropped [1-9]|xpti:" run.err; then
 fi
 "$xptrace" report --format json --top 0 out/trace.perfetto-trace >report.json || {
   echo "FAIL: report"; exit 1; }
-python3 - report.json out <<'PY'
-import csv, glob, json, sys
-rep, out = json.load(open(sys.argv[1])), sys.argv[2]
-trace = {(r["category"], r["name"]): r["count"] for r in rep["points"]["rows"]}
-stats = {}
-for f in glob.glob(out + "/*/stats.csv"):
-    for row in csv.DictReader(open(f)):
-        if row["type"] in ("function_with_args", "task"):
-            k = (row["stream"], row["name"])
-            stats[k] = stats.get(k, 0) + int(row["count"])
-if trace != stats:
-    diff = {k: (trace.get(k), stats.get(k)) for k in set(trace) | set(stats) if trace.get(k) != stats.get(k)}
-    sys.exit("FAIL: trace and statistics disagree (trace, stats): %s" % diff)
-launches = trace.get(("opencl.api", "clEnqueueNDRangeKernel"), 0)
-device = sum(r["count"] for r in rep["devices"]["rows"] if r["command"] == "add_one")
-tasks = trace.get(("opencl.graph", "add_one"), 0)
-if (launches, device, tasks) != (2000, 2000, 2000):
-    sys.exit("FAIL: %d launches, %d device slices, %d graph tasks of 2000" % (launches, device, tasks))
-print("OK: pyopencl: 2000 launches, each with its device slice and task; trace = statistics")
-PY
+python3 "$here/check_cl_run.py" report.json out add_one 2000
