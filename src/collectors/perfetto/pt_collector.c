@@ -246,8 +246,10 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
    * it.  A timed slice or a flow end opens nothing on this thread: taken
    * as a begin, it would fill the thread's open levels for good. */
   if ((type & XPTI_TRACE_USER_DEFINED) &&
-      (kind == XPT_REC_TIMED || (type && (type == pt_flow_type[0] || type == pt_flow_type[1]))))
+      (kind == XPT_REC_TIMED || type == pt_flow_type[0] || type == pt_flow_type[1]))
     cls = 0;
+  if ((cls & PT_C_BEGIN) && t->depth >= pt_nest_max)
+    pt_nest_evict_oldest(t);
   if (cls & PT_C_END) {
     enum pt_fate fate = pt_nest_pop(t);
     if (fate == PT_DROPPED)
@@ -255,15 +257,10 @@ static void pt_record_slow_body(struct pt_rthread *t, bool tsc, uint8_t stream, 
     if (fate != PT_RECORDED)
       return;
   } else if (!atomic_load_explicit(&pt_open, memory_order_relaxed)) {
-    if (cls & PT_C_BEGIN) {
-      if (t->depth >= pt_nest_max)
-        pt_nest_evict_oldest(t);
+    if (cls & PT_C_BEGIN)
       pt_nest_push(t, PT_GATED); /* outside the time windows, its end too */
-    }
     return;
   }
-  if ((cls & PT_C_BEGIN) && t->depth >= pt_nest_max)
-    pt_nest_evict_oldest(t);
   uint32_t keep = (cls & PT_C_END) ? 0 : t->w.hold;
   if (cls & PT_C_BEGIN)
     keep += (uint32_t)sizeof(struct xpt_rec_raw);
