@@ -79,6 +79,10 @@ void causal_exp_tail(causal_thread_t *t, int64_t span_ns) {
   }
 }
 
+bool causal_exp_selected(int32_t line) {
+  return line >= 0 && line == atomic_load_explicit(&X.selected, memory_order_relaxed);
+}
+
 bool causal_exp_active(void) { return atomic_load(&X.active); }
 
 void causal_exp_forked(void) {

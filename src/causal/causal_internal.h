@@ -67,6 +67,8 @@ void causal_exp_sample(causal_thread_t *t, uintptr_t pc, int hits, int64_t span_
  * last sample's line (a short thread's CPU-time timer fires at the
  * kernel's tick only, so its tail can be a large part of it). */
 void causal_exp_tail(causal_thread_t *t, int64_t span_ns);
+/* Whether `line` is the line of the experiment running now. */
+bool causal_exp_selected(int32_t line);
 /* Whether new threads are sampled. */
 bool causal_exp_active(void);
 void causal_exp_forked(void);

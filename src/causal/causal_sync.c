@@ -84,10 +84,17 @@ static uint64_t runnable_now(void) {
 void causal_catch_up(causal_thread_t *t) {
   if (!t->live || atomic_exchange(&t->paying, 1))
     return;
-  int64_t owed = atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
-                 atomic_load_explicit(&t->local_ns, memory_order_relaxed);
-  if (owed > 0) {
-    int saved = errno;
+  int saved = errno;
+  /* A paused thread is paused again by the delays added while it sleeps
+   * (the selected line keeps running elsewhere): pay until even, or a
+   * thread that blocks right after paying carries a debt past its wait
+   * and stretches the next round (a barrier pair under-predicted 39 %
+   * against 48 %).  Each sleep's overshoot is credit, so it ends. */
+  for (int round = 0; round < 10000; ++round) {
+    int64_t owed = atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
+                   atomic_load_explicit(&t->local_ns, memory_order_relaxed);
+    if (owed <= 0)
+      break;
     uint64_t t0 = causal_now_ns(), r0 = runnable_now();
     struct timespec ts = {owed / 1000000000, owed % 1000000000};
     clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
@@ -98,17 +105,25 @@ void causal_catch_up(causal_thread_t *t) {
     uint64_t r1 = runnable_now();
     if (r0 && r1 > r0 && t->runnable_ns)
       t->runnable_ns += r1 - r0;
-    errno = saved;
   }
+  errno = saved;
   atomic_store(&t->paying, 0);
 }
 
+static void span_close(causal_thread_t *t);
+
 static void pre_block(causal_thread_t *t) {
+  span_close(t);
   causal_catch_up(t);
   t->blocked_at = atomic_load_explicit(&causal_global_ns, memory_order_relaxed);
 }
 
 static void post_block(causal_thread_t *t, bool woken) {
+  /* The wait for a CPU after the wake-up is the program's, not a line's:
+   * the next sample stands for its CPU period only.  (Counted, it made a
+   * busy machine's barrier pair predict +85 % for a line whose removal
+   * gives +50 %.) */
+  t->runnable_ns = 0;
   if (woken && t->live)
     atomic_fetch_add_explicit(&t->local_ns,
                               atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
@@ -227,6 +242,7 @@ typedef int (*barrier_fn)(pthread_barrier_t *);
 typedef void (*exit_fn)(void *);
 REAL(pthread_create, create_fn)
 REAL(pthread_mutex_lock, mutex_fn)
+REAL(pthread_mutex_trylock, mutex_fn)
 REAL(pthread_mutex_unlock, mutex_fn)
 REAL(pthread_cond_wait, cond_wait_fn)
 REAL(pthread_cond_timedwait, cond_timedwait_fn)
@@ -242,6 +258,7 @@ REAL(pthread_exit, exit_fn)
 void causal_sync_resolve(void) {
   real_pthread_create();
   real_pthread_mutex_lock();
+  real_pthread_mutex_trylock();
   real_pthread_mutex_unlock();
   real_pthread_cond_wait();
   real_pthread_cond_timedwait();
@@ -266,17 +283,19 @@ typedef struct {
   bool live;
 } start_t;
 
-/* The end of a thread: its runnable time since the last sample. */
-static void thread_tail(causal_thread_t *t) {
-  if (!t->live || !tls.has_timer)
-    return;
-  uint64_t now = runnable_now();
-  if (now && t->runnable_ns && now > t->runnable_ns) {
-    int64_t cap = 1000 * causal_cfg.period_us * 1000; /* as a sample's span */
-    int64_t span = (int64_t)(now - t->runnable_ns);
-    causal_exp_tail(t, span < cap ? span : cap);
+/* Before a block and at a thread's end: the runnable time since the last
+ * sample counts as that sample's line, and the next sample starts fresh.
+ * Schedstat is read only when that line is the selected one. */
+static void span_close(causal_thread_t *t) {
+  if (t->live && tls.has_timer && t->last_line >= 0 && causal_exp_selected(t->last_line)) {
+    uint64_t now = runnable_now();
+    if (now && t->runnable_ns && now > t->runnable_ns) {
+      int64_t cap = 1000 * causal_cfg.period_us * 1000; /* as a sample's span */
+      int64_t span = (int64_t)(now - t->runnable_ns);
+      causal_exp_tail(t, span < cap ? span : cap);
+    }
   }
-  t->runnable_ns = now;
+  t->runnable_ns = 0;
   t->last_line = -1;
 }
 
@@ -288,7 +307,7 @@ static void *thread_main(void *p) {
   if (s.live)
     causal_thread_start(&tls.state);
   void *r = s.fn(s.arg);
-  thread_tail(&tls.state);
+  span_close(&tls.state);
   causal_catch_up(&tls.state);
   return r;
 }
@@ -310,15 +329,20 @@ CAUSAL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 }
 
 CAUSAL_API void pthread_exit(void *ret) {
-  thread_tail(&tls.state);
+  span_close(&tls.state);
   causal_catch_up(&tls.state);
   real_pthread_exit()(ret);
   abort(); /* not reached */
 }
 
 CAUSAL_API int pthread_mutex_lock(pthread_mutex_t *m) {
+  /* Free: no wait on another thread, nothing to pay or excuse.  Any
+   * answer but EBUSY (0, EOWNERDEAD, EAGAIN...) is lock's own. */
+  int rc = real_pthread_mutex_trylock()(m);
+  if (rc != EBUSY)
+    return rc;
   pre_block(&tls.state);
-  int rc = real_pthread_mutex_lock()(m);
+  rc = real_pthread_mutex_lock()(m);
   post_block(&tls.state, true);
   return rc;
 }

@@ -393,6 +393,51 @@ def scenario_pipeline():
         fail("stages not told apart: %+.1f vs %+.1f" % (preds["LINE_C"], preds["LINE_P"]))
 
 
+def scenario_barrier():
+    """Two threads meet at a barrier every round (tests/causal/causal_barrier.c):
+    A's line does 2 units, B's 1.  On a quiet machine: A's line 50 % faster
+    makes the program ~50 % faster, 100 % faster still ~50 % (B's line then
+    decides), B's line never helps.  On a busy one the two threads compete
+    for CPUs and B's line does help; the truth is the same program really
+    edited (builds a50, a0, b0), timed around each prediction.  A model that
+    charged a waiting thread the delays of its wait, or counted its wait
+    for a CPU after a wake-up as line time, gave A@100 ~ +85 %."""
+    if SANITIZE:
+        print("SKIP: statistical test; the sanitizers' cost changes the timing it measures")
+        sys.exit(77)
+    src = os.path.join(os.path.dirname(SRC), "causal_barrier.c")
+
+    def real(build):
+        rc, so, se = run([fixture(build), "1"])
+        m = re.search(r"([0-9.]+) s per round", so)
+        if rc or not m:
+            fail("%s: %d %r" % (build, rc, so))
+        return float(m.group(1))
+
+    for tag, sp, build in (("LINE_A", "50", "causal_barrier_a50"),
+                           ("LINE_A", "100", "causal_barrier_a0"),
+                           ("LINE_B", "100", "causal_barrier_b0")):
+        line = line_of(tag, src)
+        before = (real("causal_barrier"), real(build))
+        rc, so, se, out = causal(["--window", "200", "--line", line, "--speedup", sp],
+                                 [fixture("causal_barrier"), "7"],
+                                 out=os.path.join(SCRATCH, tag + sp))
+        if rc != 0 or not so.startswith("rounds "):
+            fail("status %d, output %r: %s" % (rc, so, se))
+        after = (real(build), real("causal_barrier"))
+        truth = 100 * (1 - (before[1] + after[0]) / (before[0] + after[1]))
+        pred, blocks = predicted(out, line, speedup="%.2f" % (int(sp) / 100))
+        print("%s at %s %%: predicted %+.1f %% (%r), real %+.1f %%"
+              % (tag, sp, pred, blocks, truth))
+        # Over-predicting is the failure that misleads (the old +85 %):
+        # at most 15 points above the truth.  Under a load of several busy
+        # processes per core the edited program also gains the CPU its
+        # line no longer takes from the other thread, which a virtual
+        # speedup does not see: up to 30 points below (docs/causal.md).
+        if not truth - 30 <= pred <= truth + 15:
+            fail("%s at %s %% predicts %+.1f %%, the edited program is %+.1f %% faster"
+                 % (tag, sp, pred, truth))
+
 if __name__ == "__main__":
     os.makedirs(SCRATCH, exist_ok=True)
     globals()["scenario_" + SCENARIO]()
