@@ -17,6 +17,7 @@
 #define PT_DEV_WAIT_NS 2000000000ull
 #define PT_DEV_HELD_MAX 65536
 #define PT_DEV_LANES_MAX 4096u
+#define PT_DEV_NEST_LANES_MAX 65536u /* handed-on slices: a queue's depth */
 #define PT_DEV_TRACKS_MAX ((1u << 18) - 1u)
 #define PT_DEV_FLOWS_MAX 32
 
@@ -34,6 +35,15 @@ struct pt_dev_track {
   const char *name;
   uint32_t lanes, cap;
   uint64_t *lane_end;
+  /* Handed-on slices nest (10,000 tasks begun in order and ended in
+   * reverse are one lane): per lane, the ends of its open slices. */
+  struct pt_dev_stack {
+    uint64_t *end;
+    uint32_t n, cap;
+  } *nest;
+  /* ... and their lanes in a min-heap by last end, so that thousands in
+   * flight at once (a queue) find a free lane in log time. */
+  uint32_t *heap, last_lane;
 };
 
 struct pt_dev_edge {
@@ -177,21 +187,131 @@ static struct pt_dev_track *dev_track(const struct pt_dev_slice *s) {
 }
 
 /* The lane of a slice (its descriptor written when new); UINT32_MAX: none. */
+static bool dev_nests(const struct pt_dev_track *t) {
+  return (t->id & PT_HANDOFF_TRACK) == PT_HANDOFF_TRACK;
+}
+
+/* The ends of a nesting lane's open slices that come by `until`, written
+ * now: every later slice begins after them (held slices go out sorted). */
+static void dev_nest_close(struct pt_buf *out, const struct pt_encoder *enc, uint32_t index,
+                           uint32_t lane, struct pt_dev_stack *k, uint64_t until) {
+  while (k->n && k->end[k->n - 1] <= until) {
+    k->n--;
+    if (enc->device_end)
+      enc->device_end(out, index, lane, k->end[k->n]);
+  }
+}
+
+/* Whether s fits a nesting lane: after the slices that ended by its
+ * begin, inside the innermost still open (or none open). */
+static bool dev_nest_fits(struct pt_buf *out, const struct pt_encoder *enc, uint32_t index,
+                          uint32_t lane, struct pt_dev_stack *k, const struct pt_dev_slice *s) {
+  dev_nest_close(out, enc, index, lane, k, s->begin);
+  return !k->n || s->end <= k->end[k->n - 1];
+}
+
+static bool dev_nest_push(struct pt_dev_stack *k, uint64_t end) {
+  size_t cap = k->cap;
+  if (!dev_grow((void **)&k->end, &cap, k->n + 1, sizeof *k->end))
+    return false;
+  k->cap = (uint32_t)cap;
+  k->end[k->n++] = end;
+  return true;
+}
+
+static void dev_heap_down(struct pt_dev_track *t, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < t->lanes && t->lane_end[t->heap[l]] < t->lane_end[t->heap[m]])
+      m = l;
+    if (r < t->lanes && t->lane_end[t->heap[r]] < t->lane_end[t->heap[m]])
+      m = r;
+    if (m == i)
+      return;
+    uint32_t x = t->heap[i];
+    t->heap[i] = t->heap[m];
+    t->heap[m] = x;
+    i = m;
+  }
+}
+
+static void dev_heap_up(struct pt_dev_track *t, uint32_t i) {
+  while (i && t->lane_end[t->heap[(i - 1) / 2]] > t->lane_end[t->heap[i]]) {
+    uint32_t p = (i - 1) / 2, x = t->heap[i];
+    t->heap[i] = t->heap[p];
+    t->heap[p] = x;
+    i = p;
+  }
+}
+
+/* A nesting track's lane for s: inside the open slices of the lane used
+ * last (begun in order, ended in reverse), else the lane that ended
+ * first if it has ended by s's begin; UINT32_MAX: a new one. */
+static uint32_t dev_nest_lane(struct pt_buf *out, const struct pt_encoder *enc, uint32_t index,
+                              struct pt_dev_track *t, const struct pt_dev_slice *s) {
+  uint32_t l = t->last_lane;
+  if (l < t->lanes && dev_nest_fits(out, enc, index, l, &t->nest[l], s)) {
+    if (!dev_nest_push(&t->nest[l], s->end))
+      return UINT32_MAX - 1;
+    if (s->end > t->lane_end[l]) {
+      t->lane_end[l] = s->end;
+      for (uint32_t i = 0; i < t->lanes; i++)
+        if (t->heap[i] == l) {
+          dev_heap_down(t, i);
+          break;
+        }
+    }
+    return l;
+  }
+  if (!t->lanes || t->lane_end[t->heap[0]] > s->begin)
+    return UINT32_MAX;
+  l = t->heap[0];
+  dev_nest_close(out, enc, index, l, &t->nest[l], UINT64_MAX);
+  if (!dev_nest_push(&t->nest[l], s->end))
+    return UINT32_MAX - 1;
+  t->lane_end[l] = s->end;
+  dev_heap_down(t, 0);
+  return t->last_lane = l;
+}
+
 static uint32_t dev_lane(struct pt_buf *out, const struct pt_encoder *enc, struct pt_dev_track *t,
                          uint32_t index, const struct pt_dev_slice *s) {
-  for (uint32_t l = 0; l < t->lanes; l++)
+  bool nests = dev_nests(t);
+  if (nests) {
+    uint32_t l = dev_nest_lane(out, enc, index, t, s);
+    if (l == UINT32_MAX - 1)
+      return UINT32_MAX;
+    if (l != UINT32_MAX)
+      return l;
+  }
+  for (uint32_t l = 0; !nests && l < t->lanes; l++) {
     if (t->lane_end[l] <= s->begin) {
       t->lane_end[l] = s->end;
       return l;
     }
-  if (t->lanes >= PT_DEV_LANES_MAX)
+  }
+  if (t->lanes >= (nests ? PT_DEV_NEST_LANES_MAX : PT_DEV_LANES_MAX))
     return UINT32_MAX;
   size_t cap = t->cap;
   if (!dev_grow((void **)&t->lane_end, &cap, t->lanes + 1, sizeof *t->lane_end))
     return UINT32_MAX;
+  if (nests) {
+    size_t ncap = t->cap, hcap = t->cap;
+    if (!dev_grow((void **)&t->nest, &ncap, t->lanes + 1, sizeof *t->nest) ||
+        !dev_grow((void **)&t->heap, &hcap, t->lanes + 1, sizeof *t->heap))
+      return UINT32_MAX;
+    t->nest[t->lanes] = (struct pt_dev_stack){0};
+    if (!dev_nest_push(&t->nest[t->lanes], s->end))
+      return UINT32_MAX;
+  }
   t->cap = (uint32_t)cap;
   uint32_t l = t->lanes++;
   t->lane_end[l] = s->end;
+  if (nests) {
+    t->heap[l] = l;
+    dev_heap_up(t, l);
+    t->last_lane = l;
+  }
   char fallback[48], name[PT_NAME_MAX + 16];
   const char *base = t->name;
   if (!base) {
@@ -262,13 +382,23 @@ static void dev_emit(struct pt_buf *out, const struct pt_encoder *enc,
       .flows_in = in_ids,
       .n_out = n_out,
       .n_in = n_in,
+      .end_later = t && t->nest,
   };
   enc->device_slice(out, &o);
 }
 
+static void dev_nest_close_all(struct pt_buf *out, const struct pt_encoder *enc) {
+  for (size_t i = 0; i < dev_tracks_n; i++)
+    for (uint32_t l = 0; dev_tracks[i].nest && l < dev_tracks[i].lanes; l++)
+      dev_nest_close(out, enc, (uint32_t)i, l, &dev_tracks[i].nest[l], UINT64_MAX);
+}
+
 void pt_dev_pass(struct pt_buf *out, const struct pt_encoder *enc, bool final, uint64_t now) {
-  if (!dev_held_n)
+  if (!dev_held_n) {
+    if (final)
+      dev_nest_close_all(out, enc);
     return;
+  }
   /* Slices drained in this pass are stamped now. */
   for (size_t i = dev_held_n; i-- > 0 && !dev_held[i].drained;)
     dev_held[i].drained = now;
@@ -307,11 +437,18 @@ void pt_dev_pass(struct pt_buf *out, const struct pt_encoder *enc, bool final, u
       dev_held[kept++] = *s;
   }
   dev_held_n = kept;
+  if (final)
+    dev_nest_close_all(out, enc);
 }
 
 void pt_dev_reset(void) {
-  for (size_t i = 0; i < dev_tracks_n; i++)
+  for (size_t i = 0; i < dev_tracks_n; i++) {
+    for (uint32_t l = 0; dev_tracks[i].nest && l < dev_tracks[i].lanes; l++)
+      free(dev_tracks[i].nest[l].end);
+    free(dev_tracks[i].nest);
+    free(dev_tracks[i].heap);
     free(dev_tracks[i].lane_end);
+  }
   dev_held_n = dev_tracks_n = dev_edges_n = dev_track_last = 0;
   dev_map_free(&dev_by_src);
   dev_map_free(&dev_by_dst);

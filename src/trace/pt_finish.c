@@ -394,35 +394,25 @@ static void fin_out_flush(struct fin *f) {
 static inline uint64_t fin_pos(size_t seg, uint32_t off) { return (uint64_t)seg << 32 | off; }
 
 struct fin_open {
-  uint64_t uid, instance, pos;
+  uint64_t uid, instance, ts, pos;
 };
 
-struct fin_drops {
-  uint64_t *pos; /* sorted */
-  size_t n, cap, next;
-};
-
-static bool fin_drops_add(struct fin_drops *d, uint64_t pos) {
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 64;
-    uint64_t *p = realloc(d->pos, cap * sizeof *p);
-    if (!p)
-      return false;
-    d->pos = p;
-    d->cap = cap;
+static void fin_half(struct fin *f, const struct fin_open *o, enum pt_half_kind kind) {
+  if (!pt_handoff_add(o->uid, o->instance, o->ts, o->pos, kind) && !f->failed) {
+    f->failed = true;
+    f->err = ENOMEM;
   }
-  d->pos[d->n++] = pos;
-  return true;
 }
 
 /* Pairs the begins and ends of a thread's segments [first, end) by trace
  * point (0: a NULL event; ends carry no name) and instance, innermost
- * first, and lists
- * what has no other half: an end whose begin was lost (ring: the chunk
- * was taken back), a begin an enclosing end closed (its own end was
- * lost), and, when anything was lost, a begin still open at the end.
- * Drawn, each would nest later slices under one they did not run in. */
-static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *d) {
+ * first, and hands pt_handoff.c what has no other half here: an end whose
+ * begin is not on this thread (sent by another, or lost: ring), a begin
+ * an enclosing end closed (ended elsewhere, or its end was lost), a begin
+ * still open at the end.  Those pt_handoff_match cannot pair across
+ * threads are removed (an open begin only when anything was lost):
+ * drawn, each would nest later slices under one they did not run in. */
+static void fin_pair(struct fin *f, size_t first, size_t end) {
   struct fin_open *open = NULL;
   size_t n = 0, cap = 0;
   for (size_t i = first; i < end; i++) {
@@ -436,13 +426,13 @@ static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *
       enum pt_kind kind = pt_kind_of(raw.type);
       if (kind != PT_KIND_BEGIN && kind != PT_KIND_END)
         continue;
-      struct fin_open o = {raw.uid, raw.instance, fin_pos(i, at)};
+      struct fin_open o = {raw.uid, raw.instance, raw.ts, fin_pos(i, at)};
       if (kind == PT_KIND_BEGIN) {
         if (n == cap) {
           size_t c = cap ? cap * 2 : 64;
           struct fin_open *p = realloc(open, c * sizeof *p);
           if (!p) {
-            fin_drops_add(d, o.pos); /* cannot pair it: drop rather than guess */
+            fin_half(f, &o, PT_HALF_CLOSED); /* cannot pair it here */
             continue;
           }
           open = p;
@@ -455,26 +445,24 @@ static void fin_pair(struct fin *f, size_t first, size_t end, struct fin_drops *
       while (j > 0 && (open[j - 1].uid != o.uid || open[j - 1].instance != o.instance))
         j--;
       if (j == 0) {
-        fin_drops_add(d, o.pos);
+        fin_half(f, &o, PT_HALF_END);
         continue;
       }
       while (n > j)
-        fin_drops_add(d, open[--n].pos);
+        fin_half(f, &open[--n], PT_HALF_CLOSED);
       n--;
     }
     fin_release(f, s->data + s->from, s->to - s->from);
   }
-  bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
-  for (size_t k = 0; lost && k < n; k++)
-    fin_drops_add(d, open[k].pos);
+  for (size_t k = 0; k < n; k++)
+    fin_half(f, &open[k], PT_HALF_OPEN);
   free(open);
-  if (d->n > 1)
-    qsort(d->pos, d->n, sizeof *d->pos, fin_u64_cmp);
 }
 
 /* Encode one segment's records; ts never goes back on a thread. */
-static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
-                               struct fin_drops *d) {
+static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, size_t *next) {
+  size_t places_n;
+  const struct pt_half_place *places = pt_handoff_places(&places_n);
   _Alignas(16) uint8_t buf[sizeof(struct pt_rec) + 1024];
   const struct fin_seg *s = &f->segs[seg];
   uint32_t off = s->from;
@@ -489,10 +477,16 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
       f->damaged++;
       continue;
     }
-    if (d->next < d->n && d->pos[d->next] == pos) {
-      d->next++;
+    const struct pt_half_place *fate = NULL;
+    if (*next < places_n && places[*next].pos == pos)
+      fate = &places[(*next)++];
+    if (fate && fate->fate == PT_FATE_DROP) {
       f->damaged++; /* counted with the dropped events */
       f->unpaired++;
+      continue;
+    }
+    if (fate && fate->fate == PT_FATE_SKIP) { /* drawn with its begin */
+      f->records++;
       continue;
     }
     f->records++;
@@ -506,7 +500,9 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg,
       ts = t->last_ns;
     t->last_ns = ts;
     r->ts = ts;
-    if (r->pad == PT_INLINE_TIMED) {
+    if (fate) {
+      pt_handoff_draw(r, buf + sizeof raw, fin_clock_ns(fate->end_ts));
+    } else if (r->pad == PT_INLINE_TIMED) {
       pt_dev_add(r);
     } else if (pt_kind_of(r->type) == PT_KIND_GRAPH) {
       fin_graph_add(f, r);
@@ -544,6 +540,19 @@ static void fin_encode(struct fin *f) {
       order[k++] = (struct fin_thread_order){i, f->segs[i].ts0};
   /* Threads numbered in the order they first recorded. */
   qsort(order, threads, sizeof *order, fin_thread_cmp);
+  /* Every thread's unpaired halves first: a slice's end may be on a
+   * thread drawn before its begin's. */
+  for (size_t n = 0; n < threads; n++) {
+    size_t i = order[n].first, end = i;
+    while (end < f->segs_n && f->segs[end].key == f->segs[i].key)
+      end++;
+    fin_pair(f, i, end);
+  }
+  bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
+  if (!f->failed && !pt_handoff_match(lost)) {
+    f->failed = true;
+    f->err = ENOMEM;
+  }
   fin_enc->begin_file(&f->out);
   for (size_t n = 0; n < threads && !f->failed; n++) {
     size_t i = order[n].first;
@@ -556,12 +565,10 @@ static void fin_encode(struct fin *f) {
     size_t end = i;
     while (end < f->segs_n && f->segs[end].key == f->segs[i].key)
       end++;
-    struct fin_drops drops = {0};
-    fin_pair(f, i, end, &drops);
+    size_t next = pt_handoff_from(fin_pos(i, 0));
     pt_slices_thread();
     for (; i < end; i++)
-      fin_encode_segment(f, &t, i, &drops);
-    free(drops.pos);
+      fin_encode_segment(f, &t, i, &next);
     free(t.open);
     free(t.seq.interned);
     free(t.seq.seen);
@@ -624,6 +631,7 @@ static bool fin_header_ok(const struct xpt_rec_header *h, size_t size) {
 
 static void fin_reset(void) {
   pt_dev_reset();
+  pt_handoff_reset();
   pt_str_reset();
   pt_encoders_reset();
   fin_desc_free_all();

@@ -146,6 +146,39 @@ PT_HIDDEN void pt_dev_pass(struct pt_buf *out, const struct pt_encoder *enc, boo
 PT_HIDDEN uint64_t pt_dev_dropped(void);
 PT_HIDDEN void pt_dev_reset(void); /* before each recording is finished */
 
+/* Slices begun on one thread and ended on another (pt_handoff.c, writer
+ * only).  The finisher hands in each thread's halves that found no other
+ * half there; after every thread, pt_handoff_match pairs them across
+ * threads by (trace point, instance), the earliest begin first, and
+ * lists what each record at a place becomes.  A pair is drawn as one
+ * slice on a track of its stream's (PT_HANDOFF_TRACK | stream). */
+enum pt_half_kind {
+  PT_HALF_CLOSED, /* a begin an enclosing end closed on its thread */
+  PT_HALF_OPEN,   /* a begin still open when its thread ended */
+  PT_HALF_END,    /* an end with no begin on its thread */
+};
+enum pt_half_fate { PT_FATE_DROP, PT_FATE_SKIP, PT_FATE_HANDED };
+struct pt_half_place {
+  uint64_t pos;    /* the finisher's record place */
+  uint64_t end_ts; /* PT_FATE_HANDED: the raw time of its end */
+  uint8_t fate;
+};
+#define PT_HANDOFF_TRACK 0xfffffffffff00000ull
+PT_HIDDEN void pt_handoff_reset(void);
+PT_HIDDEN bool pt_handoff_add(uint64_t uid, uint64_t instance, uint64_t raw_ts, uint64_t pos,
+                              enum pt_half_kind kind);
+/* Decide every half (a begin open at its thread's end is kept when
+ * nothing was lost); false when out of memory (then every half drops). */
+PT_HIDDEN bool pt_handoff_match(bool lost);
+/* The places decided, sorted by place; pt_handoff_from: the first at or
+ * after `pos`. */
+PT_HIDDEN const struct pt_half_place *pt_handoff_places(size_t *n);
+PT_HIDDEN size_t pt_handoff_from(uint64_t pos);
+/* Draw the begin r (its inline name bytes after it) as a whole slice
+ * ending at end_ns (device tracks: pt_dev_add). */
+PT_HIDDEN void pt_handoff_draw(const struct pt_rec *r, const uint8_t *inline_bytes,
+                               uint64_t end_ns);
+
 /* Graph records kept for the final flush (edges need both ends). */
 struct pt_graph_rec {
   uint64_t ts;
@@ -167,6 +200,7 @@ struct pt_dev_out {
   unsigned args; /* PT_ARGS_* */
   const uint64_t *flows_out, *flows_in;
   size_t n_out, n_in;
+  bool end_later; /* nested lane: the end comes by device_end, in time order */
 };
 
 /* An encoder turns records into bytes appended to `out`. */
@@ -180,6 +214,8 @@ struct pt_encoder {
   /* A device lane's track (child of the process track). */
   void (*device_lane)(struct pt_buf *out, uint32_t track_index, uint32_t lane, const char *name);
   void (*device_slice)(struct pt_buf *out, const struct pt_dev_out *s);
+  /* The end of a slice written with end_later (NULL: the slice was whole). */
+  void (*device_end)(struct pt_buf *out, uint32_t track_index, uint32_t lane, uint64_t end);
   /* Bytes closing the file (JSON "]}"); rewritten after later flushes. */
   const char *trailer;
 };

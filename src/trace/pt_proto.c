@@ -530,6 +530,19 @@ static void proto_device_lane(struct pt_buf *b, uint32_t track_index, uint32_t l
   pb_close(b, p);
 }
 
+static void proto_device_end(struct pt_buf *b, uint32_t track_index, uint32_t lane,
+                             uint64_t end) {
+  size_t p = pb_open(b, TRACE_PACKET);
+  pb_uint(b, TP_TIMESTAMP, end);
+  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
+  size_t te = pb_open(b, TP_TRACK_EVENT);
+  pb_uint(b, TE_TYPE, TYPE_SLICE_END);
+  pb_uint(b, TE_TRACK_UUID, pt_lane_uuid(track_index, lane));
+  pb_close(b, te);
+  pb_close(b, p);
+}
+
 static void proto_device_slice(struct pt_buf *b, const struct pt_dev_out *s) {
   uint64_t track = pt_lane_uuid(s->track_index, s->lane);
   static struct pt_args args; /* the writer is serialised */
@@ -550,16 +563,8 @@ static void proto_device_slice(struct pt_buf *b, const struct pt_dev_out *s) {
     pb_fixed64(b, TE_TERMINATING_FLOW_IDS, s->flows_in[i]);
   pb_close(b, te);
   pb_close(b, p);
-
-  p = pb_open(b, TRACE_PACKET);
-  pb_uint(b, TP_TIMESTAMP, s->end);
-  pb_uint(b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
-  pb_uint(b, TP_TRUSTED_SEQ, pt_writer_seq());
-  te = pb_open(b, TP_TRACK_EVENT);
-  pb_uint(b, TE_TYPE, TYPE_SLICE_END);
-  pb_uint(b, TE_TRACK_UUID, track);
-  pb_close(b, te);
-  pb_close(b, p);
+  if (!s->end_later)
+    proto_device_end(b, s->track_index, s->lane, s->end);
 }
 
 const struct pt_encoder pt_proto_encoder = {
@@ -569,5 +574,6 @@ const struct pt_encoder pt_proto_encoder = {
     .dropped = proto_dropped,
     .device_lane = proto_device_lane,
     .device_slice = proto_device_slice,
+    .device_end = proto_device_end,
     .trailer = NULL,
 };

@@ -60,6 +60,11 @@ typedef struct stats_thread {
   uint32_t nnames, names_cap;
   uint32_t *name_slots; /* open addressing over names: index + 1; 0 = empty */
   uint32_t name_slots_cap;
+  struct stats_orphan { /* ends with no begin here: maybe another thread's */
+    uint64_t uid, instance, ts;
+    uint32_t row;
+  } *orphans;
+  uint32_t norphans, orphans_cap;
   uint64_t dropped; /* events lost to a failed allocation */
   xpt_arena_t arena; /* every table above: growth may happen in a signal handler */
 } stats_thread_t;
@@ -363,10 +368,22 @@ static void stats_end(stats_thread_t *t, uint8_t stream, uint16_t begin_type, co
     --k;
   if (k == 0) {
     uint32_t r = stats_row_find(t, stream, begin_type, name);
-    if (r == UINT32_MAX)
+    if (r == UINT32_MAX) {
       ++t->dropped;
-    else
-      ++t->rows[r].unmatched_ends;
+      return;
+    }
+    if (t->norphans == t->orphans_cap) {
+      uint32_t cap = t->orphans_cap ? t->orphans_cap * 2 : 16;
+      struct stats_orphan *o =
+          stats_grow(t, t->orphans, t->orphans_cap * sizeof *o, cap * sizeof *o);
+      if (!o) {
+        ++t->rows[r].unmatched_ends;
+        return;
+      }
+      t->orphans = o;
+      t->orphans_cap = cap;
+    }
+    t->orphans[t->norphans++] = (struct stats_orphan){uid, instance, now, r};
     return;
   }
   /* Begins opened after the matched one and never ended stay unclosed:
@@ -464,21 +481,104 @@ static void stats_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t 
 
 /* ---- ended threads and the report ----------------------------------------------- */
 
-/* Rows, open begins (unclosed) and drops of t into tab. */
+/* One half into tab's list for the report's pairing; counted on its row
+ * as unpaired when the list cannot grow. */
+static void stats_half_add(stats_table_t *tab, const stats_row_t *row, uint64_t uid,
+                           uint64_t instance, uint64_t ts, bool end) {
+  stats_row_t *m = stats_table_row(tab, row->stream, row->type, row->name);
+  if (!m) {
+    ++tab->dropped;
+    return;
+  }
+  if (tab->nhalves == tab->halves_cap) {
+    size_t cap = tab->halves_cap ? tab->halves_cap * 2 : 64;
+    stats_half_t *h = realloc(tab->halves, cap * sizeof *h);
+    if (!h) {
+      ++*(end ? &m->unmatched_ends : &m->unclosed);
+      return;
+    }
+    tab->halves = h;
+    tab->halves_cap = cap;
+  }
+  tab->halves[tab->nhalves++] =
+      (stats_half_t){uid, instance, ts, m->name, row->type, row->stream, end};
+}
+
+/* Rows, halves with no other half here (ends, open begins) and drops of
+ * t into tab. */
 static void stats_thread_merge(stats_table_t *tab, const stats_thread_t *t) {
   for (uint32_t r = 0; r < t->nrows; ++r)
     stats_table_add(tab, &t->rows[r]);
   for (uint32_t d = 0; d < t->depth; ++d) {
-    if (t->stack[d].row == STATS_ROW_GATED)
-      continue;
-    const stats_row_t *row = &t->rows[t->stack[d].row];
-    stats_row_t *m = stats_table_row(tab, row->stream, row->type, row->name);
-    if (m)
-      ++m->unclosed;
-    else
-      ++tab->dropped;
+    const stats_frame_t *f = &t->stack[d];
+    if (f->row != STATS_ROW_GATED)
+      stats_half_add(tab, &t->rows[f->row], f->uid, f->instance, f->start, false);
+  }
+  for (uint32_t o = 0; o < t->norphans; ++o) {
+    const struct stats_orphan *h = &t->orphans[o];
+    stats_half_add(tab, &t->rows[h->row], h->uid, h->instance, h->ts, true);
   }
   tab->dropped += t->dropped;
+}
+
+static int stats_half_cmp(const void *x, const void *y) {
+  const stats_half_t *a = x, *b = y;
+  if (a->uid != b->uid)
+    return a->uid < b->uid ? -1 : 1;
+  if (a->instance != b->instance)
+    return a->instance < b->instance ? -1 : 1;
+  if (a->ts != b->ts)
+    return a->ts < b->ts ? -1 : 1;
+  return (int)a->end - (int)b->end; /* at one time a begin first */
+}
+
+/* Pairs the halves of tab across threads as the trace's finisher does
+ * (pt_handoff.c): by trace point and instance, each end with the
+ * earliest begin before it not yet taken.  A pair counts on the begin's
+ * row; the rest are unmatched ends and unclosed begins. */
+static void stats_pair_halves(stats_table_t *tab) {
+  if (tab->nhalves > 1)
+    qsort(tab->halves, tab->nhalves, sizeof *tab->halves, stats_half_cmp);
+  for (size_t i = 0, head = 0; i < tab->nhalves; ++i) {
+    const stats_half_t *h = &tab->halves[i];
+    if (i == 0 || h->uid != h[-1].uid || h->instance != h[-1].instance)
+      head = i; /* the key's queue of begins: [head, i), ends skipped */
+    while (head < i && tab->halves[head].end)
+      ++head;
+    stats_row_t *m = stats_table_row(tab, h->stream, h->type, h->name);
+    if (!m) {
+      ++tab->dropped;
+      continue;
+    }
+    if (!h->end)
+      continue;
+    if (head == i) {
+      ++m->unmatched_ends;
+      continue;
+    }
+    stats_half_t *b = &tab->halves[head++];
+    stats_row_t *bm = stats_table_row(tab, b->stream, b->type, b->name);
+    b->end = true; /* taken */
+    if (!bm) {
+      ++tab->dropped;
+      continue;
+    }
+    uint64_t d = h->ts - b->ts;
+    bm->ticks |= stats_tsc;
+    ++bm->count;
+    bm->total += d;
+    bm->self += d;
+    bm->min = d < bm->min ? d : bm->min;
+    bm->max = d > bm->max ? d : bm->max;
+    if (!stats_hist_add(&bm->hist, d, 1))
+      ++tab->dropped;
+  }
+  for (size_t i = 0; i < tab->nhalves; ++i) { /* begins not taken */
+    const stats_half_t *h = &tab->halves[i];
+    stats_row_t *m = h->end ? NULL : stats_table_row(tab, h->stream, h->type, h->name);
+    if (m)
+      ++m->unclosed;
+  }
 }
 
 /* Empties a state for the next thread: its arena keeps one chunk. */
@@ -491,6 +591,8 @@ static void stats_thread_reset(stats_thread_t *t) {
   t->nrows = t->rows_cap = t->slots_cap = 0;
   t->depth = t->stack_cap = 0;
   t->nnames = t->names_cap = t->name_slots_cap = 0;
+  t->orphans = NULL;
+  t->norphans = t->orphans_cap = 0;
   t->dropped = 0;
 }
 
@@ -548,6 +650,11 @@ static void stats_report(void) {
   const stats_table_t *ended = &stats_global.ended;
   for (size_t r = 0; r < ended->nrows; ++r)
     stats_table_add(&rep, &ended->rows[r]);
+  for (size_t h = 0; h < ended->nhalves; ++h) {
+    const stats_half_t *x = &ended->halves[h];
+    stats_row_t row = {.name = x->name, .type = x->type, .stream = x->stream};
+    stats_half_add(&rep, &row, x->uid, x->instance, x->ts, x->end);
+  }
   rep.dropped += ended->dropped;
   rep.threads = stats_global.ended_threads;
   unsigned left_out = 0;
@@ -563,6 +670,7 @@ static void stats_report(void) {
     stats_thread_leave(t);
   }
   rep.dropped += atomic_load_explicit(&stats_lost, memory_order_relaxed);
+  stats_pair_halves(&rep);
   /* Names of live threads' rows stay valid while the lock is held. */
   stats_report_write(&rep, stats_ns_per_tick());
   pthread_mutex_unlock(&stats_global.lock);
@@ -592,6 +700,7 @@ static void stats_forget_parent(void) {
       stats_hist_clear(&row->hist);
     }
     self->dropped = 0;
+    self->norphans = 0;
     /* The calls open at the fork are the parent's slices: their ends here
      * count nothing (as if begun outside a time window). */
     for (uint32_t d = 0; d < self->depth; ++d)

@@ -30,8 +30,20 @@ typedef struct stats_row {
   stats_hist_t hist;
 } stats_row_t;
 
+/* A slice's half whose other half is on another thread (a task handed
+ * on): an end with no begin on its thread, or a begin open when its
+ * thread ended or was reported.  Paired across threads at the report. */
+typedef struct stats_half {
+  uint64_t uid, instance, ts;
+  const char *name; /* the table's row's */
+  uint16_t type;    /* the begin type */
+  uint8_t stream;
+  bool end;
+} stats_half_t;
 /* Rows found by name (string compare), for merging threads' rows. */
 typedef struct stats_table {
+  stats_half_t *halves;
+  size_t nhalves, halves_cap;
   stats_row_t *rows;
   size_t nrows, cap;
   size_t *slots; /* open addressing: row index + 1; 0 = empty */

@@ -105,8 +105,11 @@ void stats_table_free(stats_table_t *tab) {
   }
   free(tab->rows);
   free(tab->slots);
+  free(tab->halves);
   tab->rows = NULL;
   tab->slots = NULL;
+  tab->halves = NULL;
+  tab->nhalves = tab->halves_cap = 0;
   tab->nrows = tab->cap = tab->slots_cap = 0;
 }
 

@@ -383,6 +383,8 @@ static bool selected_track(const struct rp_track *t, const struct rp_select *sel
 }
 
 /* " #k" lane suffixes name the same queue. */
+#define RP_HANDED_SUFFIX " (ended on another thread)"
+
 static uint32_t queue_name(struct rp_model *m, uint32_t name) {
   const char *s = rp_str_get(&m->s, name);
   const char *h = strrchr(s, '#');
@@ -412,8 +414,14 @@ static void slice_done(struct rp_model *m, struct rp_build *b, const struct rp_t
     }
     return;
   }
-  if (t->kind == RP_TRACK_THREAD) {
-    struct rp_thread *th = thread_row(m, b, t->pid, t->tid);
+  /* Slices begun on one thread and ended on another (the finisher draws
+   * them on "<stream> (ended on another thread)"): trace points, not
+   * device work. */
+  const char *qn = t->kind == RP_TRACK_THREAD ? NULL : rp_str_get(&m->s, queue_name(m, t->name));
+  size_t ql = qn ? strlen(qn) : 0, hl = strlen(RP_HANDED_SUFFIX);
+  bool handed = ql >= hl && strcmp(qn + ql - hl, RP_HANDED_SUFFIX) == 0;
+  if (t->kind == RP_TRACK_THREAD || handed) {
+    struct rp_thread *th = handed ? NULL : thread_row(m, b, t->pid, t->tid);
     if (th) {
       th->slices++;
       if (depth == 0)
@@ -425,7 +433,7 @@ static void slice_done(struct rp_model *m, struct rp_build *b, const struct rp_t
     if (p) {
       durs_add(m, &p->d, dur);
       p->total += dur;
-      p->self += self;
+      p->self += handed ? dur : self; /* nested on their lane to be drawn, not called */
     }
     return;
   }
