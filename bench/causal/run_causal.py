@@ -1,27 +1,31 @@
 #!/usr/bin/env python3
-"""Causal profiling against a real speedup (issue 14's validation).
+"""Causal profiling against real speedups, next to Coz (issue 27).
 
-tests/causal/causal_fixture.c runs, per round, line A (4 M iterations) and
-line B (1.6 M) in two threads and joins both.  Built with A_PCT / B_PCT
-below 100 the line really does that much less work.  For each line and
-speedup s in {25, 50}:
-  real      = 1 - (time per round of the build doing s % less) / (base build's),
-              medians of REPS interleaved runs;
-  xptrace   = `xptrace causal --line L --speedup s` on the base build (baseline
-              windows alternate with s windows in the same process);
-  xptrace-cpu = the same with XPTRACE_CAUSAL_CPU_ONLY=1 (delays per CPU period,
-              as Coz does, instead of per runnable time);
-  coz       = Coz 0.2.2 (`coz run --fixed-line L --fixed-speedup s`, and a run
-              at 0 for its baseline), built with -gdwarf-3 -gstrict-dwarf as it
-              needs, if `coz` is installed.
-Predictions pool every window of a configuration: 1 - period(s) / period(0),
-period = sum(duration) / sum(visits), as Coz's viewer computes them.
-
-The pipeline fixture (tests/causal/causal_pipeline.c) the same way, lines
-C (the slow stage) and P (the stage that waits), xptrace only.
+Five fixtures of known answer, each line built really faster (a
+compile-time work factor: 75/50/0 % of its work for a speedup of
+25/50/100 %):
+  barrier   tests/causal/causal_barrier.c  A (2 units) and B (1) meet at a
+            barrier each round: A decides until 2x faster, B never;
+  pipeline  tests/causal/causal_pipeline.c the slow stage C and the stage P
+            that waits on a bounded queue (condition variables);
+  lock      bench/causal/causal_lock.c     two threads, line L inside one
+            busy mutex, line W outside it;
+  offpath   bench/causal/causal_offpath.c  the main thread's line C makes
+            progress, a background thread's hotter line H is waited for by
+            nobody;
+  ab        tests/causal/causal_fixture.c  fork-join rounds, A the longer
+            (also with XPTRACE_CAUSAL_CPU_ONLY=1, Coz's span).
+real      = median of REPS paired runs (base build, edited build);
+xptrace   = `xptrace causal --line L --speedup s` on the base build (the
+            baseline alternates with s in the same process);
+coz       = Coz 0.2.2 (`coz run --fixed-line L --fixed-speedup s`, and a run
+            at 0 for its baseline), built with -gdwarf-3 -gstrict-dwarf, if
+            `coz` is installed (Debian's coz-profiler).
+Predictions: 1 - period(s) / period(0), period = sum(duration) /
+sum(visits), pooled within blocks of windows, median over blocks.
 
   bench/causal/run_causal.py [BUILD_DIR]
-  env: REPS=5, SECONDS=8, NOCOZ=1, FIXTURES=ab,pipeline"""
+  env: REPS=5, SECONDS=8, NOCOZ=1, FIXTURES=barrier,pipeline,lock,offpath,ab"""
 import os
 import re
 import shutil
@@ -56,7 +60,7 @@ def build(name, defs, flags=("-g",), src=SRC):
 
 def period(exe, rounds):
     out = subprocess.run([exe, str(rounds)], stdout=subprocess.PIPE, text=True, check=True).stdout
-    return float(re.search(r"([0-9.]+) s per (round|item)", out).group(1))
+    return float(re.search(r"([0-9.]+) s per (\w+)", out).group(1))
 
 
 def windows(profile, line_suffix):
@@ -142,47 +146,98 @@ def coz_predictions(exe, line, rounds):
     return {s: predict(wins, s, block=4) for s in (25, 50)}, len(wins)
 
 
-def pipeline():
-    """tests/causal/causal_pipeline.c: the consumer's line C is the slow
-    stage, the producer's line P waits on a full queue.  Runs are timed
-    (seconds), not counted."""
-    src = os.path.join(ROOT, "tests", "causal", "causal_pipeline.c")
-    lc, lp = line_of("LINE_C", src), line_of("LINE_P", src)
-    exes = {"base": build("pbase", [], src=src), "c75": build("c75", ["C_PCT=75"], src=src),
-            "c50": build("c50", ["C_PCT=50"], src=src), "p75": build("p75", ["P_PCT=75"], src=src),
-            "p50": build("p50", ["P_PCT=50"], src=src)}
-    times = {k: [] for k in exes}
-    for _ in range(REPS):
-        for k, exe in exes.items():
-            times[k].append(period(exe, 1.5))
-    pred = {}
-    for name, line in (("C", lc), ("P", lp)):
-        out = os.path.join(TMP, "pipe-%d" % line)
-        subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line",
-                        "causal_pipeline.c:%d" % line, "--speedup", "25", "--speedup", "50", "--",
-                        exes["base"], str(SECONDS)], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=True)
-        wins = windows(os.path.join(out, "profile.coz"), "causal_pipeline.c:%d" % line)
-        for sp in (25, 50):
-            pred[(name, sp)] = predict(wins, sp)
-    print("| line | speedup | real | xptrace |")
-    print("|---|---|---|---|")
-    for name, tag in (("C", "c"), ("P", "p")):
-        for sp in (25, 50):
-            b = "%s%d" % (tag, 100 - sp)
-            med = 100 * (1 - statistics.median(times[b]) / statistics.median(times["base"]))
-            paired = [100 * (1 - x / y) for x, y in zip(times[b], times["base"])]
-            print("| %s (%s) | %d %% | %+.1f [%+.0f, %+.0f] | %+.1f (%+.1f) |" % (
-                name, "slow stage" if name == "C" else "waits", sp, med, min(paired),
-                max(paired), *pred[(name, sp)]))
+# Time-bounded fixtures (argument: seconds): name -> (source, point,
+# [(tag, macro, role)]).  Each line is built really faster: MACRO_PCT =
+# 75/50/0 for a speedup of 25/50/100 %.
+FIXTURES_TIMED = {
+    "barrier": ("tests/causal/causal_barrier.c", "round",
+                [("LINE_A", "A_PCT", "critical until 2x"), ("LINE_B", "B_PCT", "waits")]),
+    "pipeline": ("tests/causal/causal_pipeline.c", "item",
+                 [("LINE_C", "C_PCT", "slow stage"), ("LINE_P", "P_PCT", "waits on queue")]),
+    "lock": ("bench/causal/causal_lock.c", "op",
+             [("LINE_L", "L_PCT", "inside the lock"), ("LINE_W", "W_PCT", "outside it")]),
+    "offpath": ("bench/causal/causal_offpath.c", "round",
+                [("LINE_C", "C_PCT", "critical"), ("LINE_H", "H_PCT", "hottest, off path")]),
+}
+SPEEDUPS = (25, 50, 100)
+
+
+def timed_windows(out, suffix, point):
+    wins, exp = [], None
+    with open(os.path.join(out, "profile.coz")) as f:
+        for raw in f:
+            parts = raw.rstrip("\n").split("\t")
+            fields = dict(q.split("=", 1) for q in parts[1:] if "=" in q)
+            if parts[0] == "experiment":
+                exp = None
+                if fields["selected"].endswith(suffix):
+                    exp = [0, round(float(fields["speedup"]) * 100), int(fields["duration"]), 0]
+                    wins.append(exp)
+            elif parts[0] == "throughput-point" and exp and fields.get("name") == point:
+                exp[3] += int(fields["delta"])
+    return wins
+
+
+def timed_fixture(name):
+    """Real speedups (edited builds, paired with the base build), xptrace's
+    and Coz's predictions, for each line of one time-bounded fixture."""
+    src_rel, point, lines = FIXTURES_TIMED[name]
+    src = os.path.join(ROOT, src_rel)
+    base = build(name + "-base", [], src=src)
+    rows = []
+    have_coz = shutil.which("coz") and not os.environ.get("NOCOZ")
+    coz_exe = build(name + "-coz", [], ("-gdwarf-3", "-gstrict-dwarf"), src=src) if have_coz else None
+    for tag, macro, role in lines:
+        ln = line_of(tag, src)
+        suffix = "%s:%d" % (os.path.basename(src), ln)
+        edits = {s: build("%s-%s%d" % (name, macro, 100 - s), ["%s=%d" % (macro, 100 - s)],
+                          src=src) for s in SPEEDUPS}
+        real = {}
+        for s in SPEEDUPS:
+            pairs = [(period(base, 1.0), period(edits[s], 1.0)) for _ in range(REPS)]
+            real[s] = statistics.median(100 * (1 - e / b) for b, e in pairs)
+        xp = {}
+        for s in SPEEDUPS:
+            out = os.path.join(TMP, "xp-%s-%s-%d" % (name, tag, s))
+            subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line", suffix,
+                            "--speedup", str(s), "--", base, str(SECONDS)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            xp[s] = predict(timed_windows(out, suffix, point), s)[0]
+        cz = {}
+        if coz_exe:
+            wins = []
+            for k, s in enumerate((0,) + SPEEDUPS):
+                out = os.path.join(TMP, "coz-%s-%s-%d.coz" % (name, tag, s))
+                subprocess.run(["coz", "run", "--fixed-line", suffix, "--fixed-speedup", str(s),
+                                "-o", out, "---", coz_exe, str(SECONDS / 2)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                if os.path.exists(out):
+                    wins += [[k] + w[1:] for w in windows(out, suffix)]
+            cz = {s: predict(wins, s, block=4)[0] for s in SPEEDUPS}
+        for s in SPEEDUPS:
+            rows.append((name, "%s (%s)" % (tag[-1], role), s, real[s], xp[s], cz.get(s)))
+    return rows
+
+
+def timed_table(names):
+    print("| fixture | line | speedup | real | xptrace | Coz |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        for fx, line, s, r, x, c in timed_fixture(name):
+            print("| %s | %s | %d %% | %+.1f | %+.1f | %s |" % (
+                fx, line, s, r, x, "" if c is None else "%+.1f" % c), flush=True)
 
 
 def main():
     if not os.access(XPTRACE, os.X_OK):
         raise SystemExit("build first: no %s" % XPTRACE)
-    if "pipeline" in os.environ.get("FIXTURES", "ab,pipeline").split(","):
-        pipeline()
-    if "ab" not in os.environ.get("FIXTURES", "ab,pipeline").split(","):
+    chosen = os.environ.get("FIXTURES", "barrier,pipeline,lock,offpath,ab").split(",")
+    timed = [f for f in chosen if f in FIXTURES_TIMED]
+    if timed:
+        print("program speedup in %%: real = median of %d paired runs of the edited build; "
+              "predicted = median over blocks of 8 windows (Coz: 4)" % REPS)
+        timed_table(timed)
+    if "ab" not in chosen:
         return
     la, lb = line_of("LINE_A"), line_of("LINE_B")
     exes = {"base": build("base", []), "a75": build("a75", ["A_PCT=75"]),

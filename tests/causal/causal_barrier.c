@@ -6,7 +6,7 @@
  * A_PCT / B_PCT scale each line's work (compile-time, percent).
  *
  * usage: causal_barrier SECONDS   (prints "rounds N"; progress point
- * XPTRACE_PROGRESS("round") per round) */
+ * COZ_PROGRESS_NAMED("round") per round) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +53,7 @@ static void *thread_a(void *arg) {
       __atomic_store_n(&done, 1, __ATOMIC_RELAXED);
     pthread_barrier_wait(&barrier);
     ++rounds;
-    XPTRACE_PROGRESS("round");
+    COZ_PROGRESS_NAMED("round"); /* Coz's spelling: counted by Coz too */
     if (__atomic_load_n(&done, __ATOMIC_RELAXED))
       break;
     pthread_barrier_wait(&barrier); /* B has read `done` too */

@@ -5,7 +5,7 @@
  * P_PCT / C_PCT scale each stage's work (compile-time, percent).
  *
  * usage: causal_pipeline SECONDS   (prints "items N"; progress point
- * XPTRACE_PROGRESS("item") per item consumed) */
+ * COZ_PROGRESS_NAMED("item") per item consumed) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static void *consumer(void *arg) {
     pthread_mutex_unlock(&lock);
     sum += consume(x);
     ++consumed;
-    XPTRACE_PROGRESS("item");
+    COZ_PROGRESS_NAMED("item"); /* Coz's spelling: counted by Coz too */
   }
   volatile double sink = sum;
   (void)sink;
