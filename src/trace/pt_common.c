@@ -45,6 +45,15 @@ enum pt_kind pt_kind_of(uint16_t type) {
   return (type & 1) ? PT_KIND_END : PT_KIND_BEGIN;
 }
 
+uint8_t pt_kind_table[65536];
+
+uint8_t pt_kind_fill(uint16_t type) {
+  return pt_kind_table[type] =
+             (uint8_t)(0x80u | (unsigned)pt_kind_of(type) | (unsigned)pt_flow_kind(type) << 2);
+}
+
+void pt_kind_reset(void) { memset(pt_kind_table, 0, sizeof pt_kind_table); }
+
 const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen) {
   if (r->event) {
     const xpti_payload_t *p = r->event->reserved.payload;

@@ -423,7 +423,7 @@ static void fin_pair(struct fin *f, size_t first, size_t end) {
       off += xpt_rec_read(s->data + off, s->to - off, &raw); /* checked by the scan */
       if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
         continue;
-      enum pt_kind kind = pt_kind_of(raw.type);
+      enum pt_kind kind = pt_kind_fast(raw.type);
       if (kind != PT_KIND_BEGIN && kind != PT_KIND_END)
         continue;
       struct fin_open o = {raw.uid, raw.instance, raw.ts, fin_pos(i, at)};
@@ -504,7 +504,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, s
       pt_handoff_draw(r, buf + sizeof raw, fin_clock_ns(fate->end_ts));
     } else if (r->pad == PT_INLINE_TIMED) {
       pt_dev_add(r);
-    } else if (pt_kind_of(r->type) == PT_KIND_GRAPH) {
+    } else if (pt_kind_fast(r->type) == PT_KIND_GRAPH) {
       fin_graph_add(f, r);
       if (r->pad == PT_INLINE_EDGE && r->event) {
         struct pt_edge_inline e;
@@ -727,6 +727,7 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   pt_proc.program[sizeof pt_proc.program - 1] = '\0';
   pt_proc.stream_names = (const char *)f.map + XPT_REC_STREAMS_OFF;
   pt_proc.tool_names = (const char *)f.map + XPT_REC_TOOLS_OFF;
+  pt_kind_reset();
   fin_clock_setup(f.h);
   /* An MPI rank (the MPI layer's mpi-clock file): named by rank. */
   struct xpt_mpi_clock mc;

@@ -117,6 +117,20 @@ enum pt_kind { PT_KIND_BEGIN, PT_KIND_END, PT_KIND_INSTANT, PT_KIND_GRAPH };
 PT_HIDDEN enum pt_kind pt_kind_of(uint16_t type);
 /* A flow mark (xptrace_protocol.h): 1 out, 2 in, 0 not one. */
 PT_HIDDEN int pt_flow_kind(uint16_t type);
+/* The writer's (single-threaded) copies of the two, read from a table
+ * filled on first use: they ran three times per record.  Forgotten by
+ * pt_kind_reset when the process's tool names change. */
+PT_HIDDEN extern uint8_t pt_kind_table[65536]; /* kind | flow << 2 | 0x80 when known */
+PT_HIDDEN uint8_t pt_kind_fill(uint16_t type);
+static inline enum pt_kind pt_kind_fast(uint16_t type) {
+  uint8_t k = pt_kind_table[type];
+  return (enum pt_kind)((k ? k : pt_kind_fill(type)) & 3);
+}
+static inline int pt_flow_fast(uint16_t type) {
+  uint8_t k = pt_kind_table[type];
+  return ((k ? k : pt_kind_fill(type)) >> 2) & 3;
+}
+PT_HIDDEN void pt_kind_reset(void);
 /* Name of a record's slice: payload name, inline name, or type name. */
 PT_HIDDEN const char *pt_rec_name(const struct pt_rec *r, char *buf, size_t buflen);
 PT_HIDDEN const char *pt_stream_name(uint8_t stream);

@@ -88,9 +88,9 @@ static void json_thread_record(struct pt_buf *b, struct pt_thread *t, const stru
     t->seq.started = true;
     json_meta(b, "thread_name", t->tid, pt_thread_name(t));
   }
-  if (pt_flow_kind(r->type))
+  if (pt_flow_fast(r->type))
     return; /* flows are drawn in Perfetto traces only */
-  enum pt_kind kind = pt_kind_of(r->type);
+  enum pt_kind kind = pt_kind_fast(r->type);
   if (kind == PT_KIND_END) {
     /* Named as its begin: viewers that match ends by name need it (the
      * finisher writes no end without its begin). */

@@ -308,7 +308,7 @@ static void pb_flows_out(struct pt_buf *b) {
 
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
                                 uint64_t ts) {
-  int flow = pt_flow_kind(r->type);
+  int flow = pt_flow_fast(r->type);
   pt_flows_of(t);
   /* A flow start binds to the slice the thread begins next (a send).  A
    * flow end is drawn as an instant inside the receiving slice, at the
@@ -322,7 +322,7 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
   if (!t->seq.started)
     proto_seq_start(b, t, ts);
   struct pt_seq *seq = &t->seq;
-  enum pt_kind kind = pt_kind_of(r->type);
+  enum pt_kind kind = pt_kind_fast(r->type);
   uint64_t delta = ts >= seq->last_ts ? ts - seq->last_ts : 0;
   seq->last_ts += delta;
   if (kind == PT_KIND_END) {

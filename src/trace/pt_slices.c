@@ -118,7 +118,7 @@ void pt_slices_record(const struct pt_rec *r, uint64_t ts) {
   struct xpt_slice_table *t = sl_table;
   if (!t)
     return;
-  enum pt_kind kind = pt_kind_of(r->type);
+  enum pt_kind kind = pt_kind_fast(r->type);
   if (kind == PT_KIND_BEGIN) {
     uint32_t row = UINT32_MAX;
     size_t c = ((uintptr_t)r->event >> 4) & (SL_CACHE - 1);
