@@ -41,6 +41,8 @@ int32_t causal_lines_lookup(const causal_lines_t *t, const char *spec);
 typedef struct causal_thread {
   _Atomic int64_t local_ns; /* delay this thread has paid or was excused */
   int64_t blocked_at; /* global delay when it blocked */
+  uint64_t pre_ns;    /* when it began its last wait */
+  bool span_cut;      /* runnable_ns moved since the last sample (a wait) */
   atomic_int paying;
   bool live;
   uint64_t runnable_ns; /* CPU time + run-queue wait at the last sample */
@@ -55,6 +57,12 @@ void causal_catch_up(causal_thread_t *t);
 void causal_thread_start(causal_thread_t *t);
 void causal_thread_stop(causal_thread_t *t);
 bool causal_sync_init(void);
+/* The calling thread is about to wait (pays what it owes first) / waited,
+ * woken by another thread (excused the delays added meanwhile) or not;
+ * pays before it may wake another.  For the I/O wrappers (causal_io.c). */
+void causal_pre_block(void);
+void causal_post_block(bool woken);
+void causal_pay(void);
 void causal_sync_resolve(void);
 int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 

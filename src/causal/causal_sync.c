@@ -60,12 +60,14 @@ uint64_t causal_now_ns(void) {
 static uint64_t runnable_now(void) {
   if (causal_cfg.cpu_only)
     return 0;
-  int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  /* Raw calls: read is ours too (causal_io.c), and would come back here. */
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+                        O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
   char buf[96];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  ssize_t n = (ssize_t)syscall(SYS_read, fd, buf, sizeof buf - 1);
+  syscall(SYS_close, fd);
   if (n <= 0)
     return 0;
   buf[n] = '\0';
@@ -111,19 +113,30 @@ void causal_catch_up(causal_thread_t *t) {
 }
 
 static void span_close(causal_thread_t *t);
+static void pre_block(causal_thread_t *t);
+static void post_block(causal_thread_t *t, bool woken);
+
+void causal_pre_block(void) { pre_block(&tls.state); }
+void causal_post_block(bool woken) { post_block(&tls.state, woken); }
+void causal_pay(void) { causal_catch_up(&tls.state); }
 
 static void pre_block(causal_thread_t *t) {
   span_close(t);
   causal_catch_up(t);
   t->blocked_at = atomic_load_explicit(&causal_global_ns, memory_order_relaxed);
+  t->pre_ns = causal_now_ns();
 }
 
 static void post_block(causal_thread_t *t, bool woken) {
-  /* The wait for a CPU after the wake-up is the program's, not a line's:
-   * the next sample stands for its CPU period only.  (Counted, it made a
-   * busy machine's barrier pair predict +85 % for a line whose removal
-   * gives +50 %.) */
-  t->runnable_ns = 0;
+  /* After a real wait (over 20 us), the wait for a CPU after the wake-up
+   * is the program's, not a line's: the next sample counts from now.  (Counted, it made a busy machine's barrier pair predict
+   * +85 % for a line whose removal gives +50 %.)  A call that did not
+   * wait (a pipe with data) leaves the spans alone. */
+  if (causal_now_ns() - t->pre_ns > 20000) {
+    t->runnable_ns = runnable_now(); /* the next sample counts from here */
+    t->last_line = -1;
+    t->span_cut = true;
+  }
   if (woken && t->live)
     atomic_fetch_add_explicit(&t->local_ns,
                               atomic_load_explicit(&causal_global_ns, memory_order_relaxed) -
@@ -156,8 +169,12 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
   uint64_t now = runnable_now();
   if (now && t->runnable_ns && now > t->runnable_ns) {
     int64_t r = (int64_t)(now - t->runnable_ns);
-    span = r < span ? span : r < 1000 * span ? r : 1000 * span; /* at least the CPU time */
+    /* At least the CPU period, unless part of it was counted already (a
+     * wait's tail, or a wait): a pipe read per item counted it twice. */
+    int64_t floor = t->span_cut ? 0 : span;
+    span = r < floor ? floor : r < 1000 * span ? r : 1000 * span;
   }
+  t->span_cut = false;
   t->runnable_ns = now;
   causal_exp_sample(t, context_pc(uc), hits, span);
   causal_catch_up(t);
@@ -283,9 +300,9 @@ typedef struct {
   bool live;
 } start_t;
 
-/* Before a block and at a thread's end: the runnable time since the last
- * sample counts as that sample's line, and the next sample starts fresh.
- * Schedstat is read only when that line is the selected one. */
+/* Before a wait and at a thread's end: when the last sample's line is
+ * the selected one, the runnable time since that sample counts as it (the
+ * next sample counts from here).  Schedstat is read only then. */
 static void span_close(causal_thread_t *t) {
   if (t->live && tls.has_timer && t->last_line >= 0 && causal_exp_selected(t->last_line)) {
     uint64_t now = runnable_now();
@@ -294,9 +311,9 @@ static void span_close(causal_thread_t *t) {
       int64_t span = (int64_t)(now - t->runnable_ns);
       causal_exp_tail(t, span < cap ? span : cap);
     }
+    t->runnable_ns = now;
+    t->span_cut = true;
   }
-  t->runnable_ns = 0;
-  t->last_line = -1;
 }
 
 static void *thread_main(void *p) {

@@ -192,13 +192,15 @@ def real(program):
 
 def real_windows(program):
     """xptrace run --periods on pt_windows.c: the report's windows section
-    has the run's 2 windows, each open at least its 0.15 s; the window
+    has the run's 2 windows, each open at least its 0.15 s (they close 0.5 s
+    after the collector starts; the program runs 1 s, so that a windows
+    thread woken late on a loaded machine still opens both); the window
     slices are no trace points, and the others' counts are the stats
     collector's."""
     d = os.path.join(OUT, "real_windows")
     shutil.rmtree(d, ignore_errors=True)
     r = subprocess.run([XPTRACE, "run", "-o", d, "--periods", "realtime:0.1:0.15:2", "--",
-                        program, "0.6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                        program, "1.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
         fail("xptrace run: exit %d: %s" % (r.returncode, r.stderr.decode()))
     rep = json.loads(report(["--format", "json", "--top", "0", d])[0])
