@@ -124,21 +124,31 @@ static const xpti_tracepoint_callback_api_t xpt_api_tramps[256] = {
 
 static _Atomic bool xpt_api_said;
 
-/* Every predefined type (tool 0) and every type of xptrace's tool; other
- * tools' types cannot be known in advance through Intel's API. */
+/* Every predefined type (tool 0), every type of xptrace's tool, and
+ * those of the tools registered before it (ids are given in order, by
+ * Intel's dispatcher as by ours): a later tool's types cannot be known
+ * through Intel's API. */
+enum { XPT_API_EARLIER_TOOLS = 32 };
+
+static void xpt_api_register_tool(uint8_t stream, uint8_t tool) {
+  for (unsigned n = 0x80; n < 0x100; n++)
+    xptiRegisterCallback(stream, (uint16_t)(tool << 8 | n), xpt_api_tramps[stream]);
+}
+
 static xpti_result_t xpt_api_subscribe_types(uint8_t stream) {
-  xpti_tracepoint_callback_api_t tramp = xpt_api_tramps[stream];
   xpti_result_t first = XPTI_RESULT_SUCCESS;
-  uint16_t ours = xpt_api_user_type(XPTRACE_TOOL_NAME, 0);
-  for (unsigned type = 1; type < 0x100; type++) {
-    uint16_t t = type < 0x80 ? (uint16_t)type
-                             : (ours == XPTI_INVALID_TRACE_TYPE ? 0 : (uint16_t)(ours | type));
-    if (!t)
-      break;
-    xpti_result_t r = xptiRegisterCallback(stream, t, tramp);
+  for (uint16_t type = 1; type < 0x80; type++) {
+    xpti_result_t r = xptiRegisterCallback(stream, type, xpt_api_tramps[stream]);
     if (type == 1)
       first = r;
   }
+  uint16_t ours = xpt_api_user_type(XPTRACE_TOOL_NAME, 0);
+  uint8_t tool = ours == XPTI_INVALID_TRACE_TYPE ? 0 : (uint8_t)XPTI_TOOL_ID(ours);
+  if (!tool)
+    return first;
+  xpt_api_register_tool(stream, tool);
+  for (unsigned t = 1; t < tool && t <= XPT_API_EARLIER_TOOLS; t++)
+    xpt_api_register_tool(stream, (uint8_t)t);
   return first;
 }
 
@@ -150,7 +160,7 @@ xpti_result_t xpt_api_subscribe(const char *who, uint8_t stream, const char *nam
     return xpt_api_fn.register_stream_cb(stream, cb);
   if (!atomic_exchange(&xpt_api_said, true))
     xpt_msg("xpti: %s: the dispatcher has no xptiRegisterStreamCallback (not xptrace's); "
-            "seeing the predefined trace point types and xptrace's only",
+            "user-defined types of tools registered after the first stream's start are not seen",
             who);
   xpti_stream_callback_api_t none = NULL;
   if (!atomic_compare_exchange_strong(&xpt_api_cb[stream], &none, cb) && none != cb)
