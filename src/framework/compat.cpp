@@ -155,7 +155,7 @@ void *compat_map_new(void) { return new (std::nothrow) xpti::metadata_t(); }
 
 bool compat_map_insert(void *map, uint32_t key, int32_t value) {
   try {
-    static_cast<xpti::metadata_t *>(map)->emplace((int32_t)key, value);
+    (*static_cast<xpti::metadata_t *>(map))[(int32_t)key] = value; // a key again: Intel overwrites
     return true;
   } catch (...) {
     return false;

@@ -678,8 +678,10 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
                                              const char *version) {
   if (!stream || !*stream)
     return XPTI_RESULT_INVALIDARG;
-  if (!framework_ensure_init() || !xptiTraceEnabled())
+  if (!framework_ensure_init()) /* called back while subscribers load */
     return XPTI_RESULT_FALSE;
+  if (!xptiTraceEnabled()) /* no subscriber: nothing to announce; Intel's says SUCCESS */
+    return XPTI_RESULT_SUCCESS;
   uint8_t id = xptiRegisterStream(stream);
   announce_default_stream(id);
   if (id != XPTI_INVALID_STREAM_ID)
