@@ -33,6 +33,9 @@ typedef struct cb_list {
 /* trace types are 16-bit: a page of 256 lists per high byte */
 typedef struct cb_page {
   _Atomic(cb_list_t *) list[256];
+  /* The list's one active callback when it has exactly one and the stream
+   * no active stream-wide one: what notification calls after one load. */
+  _Atomic(any_fn_t) sole[256];
 } cb_page_t;
 
 typedef struct stream {
@@ -59,6 +62,8 @@ static _Atomic(cb_page_t *) g_page[256][256];
 
 static struct {
   _Atomic bool enabled; /* the answer of xptiTraceEnabled */
+  /* Some collector asked for xptraceThreadStamp: notifications count. */
+  _Atomic bool stamps_used;
   stream_t stream[256];
   _Atomic uint32_t nstreams;
   _Atomic uint8_t default_stream;
@@ -345,7 +350,13 @@ XPTI_EXPORT_API const void *xptraceStreamSoleListener(uint8_t stream) {
 
 XPTI_EXPORT_API const void *xptraceTraceEnabledWord(void) { return (const void *)&g.enabled; }
 
-XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) { return &tls_stamp; }
+XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) {
+  /* Before the caller can publish a stamp (program order on this thread),
+   * so a stamp is never matched to a later notification. */
+  if (!atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
+    atomic_store_explicit(&g.stamps_used, true, memory_order_relaxed);
+  return &tls_stamp;
+}
 
 /* ---- streams ----------------------------------------------------------- */
 
@@ -429,6 +440,28 @@ static void stream_refresh_only(stream_t *s) {
   atomic_store_explicit(&s->only, only, memory_order_release);
 }
 
+/* g.lock held: every sole pointer of the stream again (a few pages of 256). */
+static void stream_refresh_sole(stream_t *s) {
+  size_t id = (size_t)(s - g.stream);
+  cb_list_t *every = atomic_load_explicit(&s->every, memory_order_relaxed);
+  bool wide = every && atomic_load_explicit(&every->active, memory_order_relaxed) != 0;
+  for (int hi = 0; hi < 256; hi++) {
+    cb_page_t *page = atomic_load_explicit(&g_page[id][hi], memory_order_relaxed);
+    for (int lo = 0; page && lo < 256; lo++) {
+      cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
+      any_fn_t sole = NULL;
+      if (!wide && l && atomic_load_explicit(&l->active, memory_order_relaxed) == 1) {
+        uint32_t n = atomic_load_explicit(&l->count, memory_order_relaxed);
+        for (uint32_t i = 0; i < n && !sole; i++)
+          if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
+            sole = atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed);
+      }
+      if (atomic_load_explicit(&page->sole[lo], memory_order_relaxed) != sole)
+        atomic_store_explicit(&page->sole[lo], sole, memory_order_release);
+    }
+  }
+}
+
 static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool active) {
   atomic_store_explicit(&e->active, active, memory_order_release);
   if (active) {
@@ -439,6 +472,7 @@ static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool acti
     atomic_fetch_sub(&s->active, 1);
   }
   stream_refresh_only(s);
+  stream_refresh_sole(s);
 }
 
 /* Add cb to the list published at *where (g.lock held): DUPLICATE if it is
@@ -644,14 +678,24 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_FALSE;
   if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
     return XPTI_RESULT_INVALIDARG;
-  ++tls_stamp.seq; /* a new notification: no collector has stamped it */
+  if (atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
+    ++tls_stamp.seq; /* a new notification: no collector has stamped it */
   xpti_stream_callback_api_t only =
       atomic_load_explicit(&g.stream[stream].only, memory_order_acquire);
   if (LIKELY(only != NULL)) {
     only(stream, trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
-  cb_list_t *l = list_of(stream, trace_type);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_acquire);
+  if (LIKELY(page != NULL)) {
+    any_fn_t sole = atomic_load_explicit(&page->sole[trace_type & 0xff], memory_order_acquire);
+    if (LIKELY(sole != NULL)) {
+      ((xpti_tracepoint_callback_api_t)sole)(trace_type, parent, event, instance, user_data);
+      return XPTI_RESULT_SUCCESS;
+    }
+  }
+  cb_list_t *l = page ? atomic_load_explicit(&page->list[trace_type & 0xff], memory_order_acquire)
+                      : NULL;
   cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
   /* the two common cases: one per-type callback, or one stream-wide one */
   if (!every) {

@@ -106,6 +106,51 @@ static void test_stream_callbacks(void) {
   CHECK(!xptiCheckTraceEnabled(s, 0));
 }
 
+/* One per-type callback is called through the page's sole pointer: it
+ * must follow every change of the list and of the stream-wide ones. */
+static void test_sole_per_type(void) {
+  uint8_t s = xptiRegisterStream("unit.sole");
+  xpti_payload_t p = xpti_payload_make("sole", "sole.c", 1, 1, NULL);
+  xpti_trace_event_data_t *e = xptiMakeEvent(NULL, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  calls_a = calls_b = every_calls = 0;
+  CHECK_EQ(xptiRegisterCallback(s, XPTI_TRACE_TASK_BEGIN, cb_a), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  CHECK_EQ(xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 1, NULL), XPTI_RESULT_SUCCESS);
+  CHECK(norder == 1 && order[0] == 'a');
+  CHECK_EQ(xptiRegisterCallback(s, XPTI_TRACE_TASK_BEGIN, cb_b), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 2, NULL);
+  CHECK(norder == 2 && order[0] == 'a' && order[1] == 'b');
+  CHECK_EQ(xptiUnregisterCallback(s, XPTI_TRACE_TASK_BEGIN, cb_a), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 3, NULL);
+  CHECK(norder == 1 && order[0] == 'b');
+  CHECK_EQ(xptiRegisterStreamCallback(s, cb_every), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 4, NULL);
+  CHECK(norder == 2 && order[0] == 'b' && order[1] == 'E');
+  CHECK_EQ(xptiUnregisterStreamCallback(s, cb_every), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 5, NULL);
+  CHECK(norder == 1 && order[0] == 'b');
+  /* another type of the same page is not this one's */
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_END, NULL, e, 6, NULL);
+  CHECK_EQ(norder, 0);
+  CHECK_EQ(xptiUnregisterCallback(s, XPTI_TRACE_TASK_BEGIN, cb_b), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 7, NULL);
+  CHECK_EQ(norder, 0);
+  CHECK_EQ(xptiRegisterCallback(s, XPTI_TRACE_TASK_BEGIN, cb_a), XPTI_RESULT_UNDELETE);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 8, NULL);
+  CHECK(norder == 1 && order[0] == 'a');
+  CHECK_EQ(xptiUnregisterStream("unit.sole"), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 9, NULL);
+  CHECK_EQ(norder, 0);
+}
+
 /* One stamp per notification: the first collector publishes it, a later
  * one of the same notification finds it; the next notification does not. */
 static int stamp_reused;
@@ -489,6 +534,7 @@ int main(void) {
   test_streams_callbacks();
   test_user_defined();
   test_stream_callbacks();
+  test_sole_per_type();
   test_stamp();
   test_ids_and_tls();
   test_life_cycle();
