@@ -440,25 +440,29 @@ static void stream_refresh_only(stream_t *s) {
   atomic_store_explicit(&s->only, only, memory_order_release);
 }
 
-/* g.lock held: every sole pointer of the stream again (a few pages of 256). */
-static void stream_refresh_sole(stream_t *s) {
-  size_t id = (size_t)(s - g.stream);
+/* g.lock held: the sole pointer of one list, from its entries; none while
+ * the stream has an active stream-wide callback. */
+static void page_refresh_sole(const stream_t *s, cb_page_t *page, unsigned lo) {
   cb_list_t *every = atomic_load_explicit(&s->every, memory_order_relaxed);
-  bool wide = every && atomic_load_explicit(&every->active, memory_order_relaxed) != 0;
+  cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
+  any_fn_t sole = NULL;
+  if (!(every && atomic_load_explicit(&every->active, memory_order_relaxed)) && l &&
+      atomic_load_explicit(&l->active, memory_order_relaxed) == 1) {
+    uint32_t n = atomic_load_explicit(&l->count, memory_order_relaxed);
+    for (uint32_t i = 0; i < n && !sole; i++)
+      if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
+        sole = atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed);
+  }
+  if (atomic_load_explicit(&page->sole[lo], memory_order_relaxed) != sole)
+    atomic_store_explicit(&page->sole[lo], sole, memory_order_release);
+}
+
+/* g.lock held: after a change of stream-wide callbacks, every list's. */
+static void stream_refresh_sole(uint8_t stream) {
   for (int hi = 0; hi < 256; hi++) {
-    cb_page_t *page = atomic_load_explicit(&g_page[id][hi], memory_order_relaxed);
-    for (int lo = 0; page && lo < 256; lo++) {
-      cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
-      any_fn_t sole = NULL;
-      if (!wide && l && atomic_load_explicit(&l->active, memory_order_relaxed) == 1) {
-        uint32_t n = atomic_load_explicit(&l->count, memory_order_relaxed);
-        for (uint32_t i = 0; i < n && !sole; i++)
-          if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
-            sole = atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed);
-      }
-      if (atomic_load_explicit(&page->sole[lo], memory_order_relaxed) != sole)
-        atomic_store_explicit(&page->sole[lo], sole, memory_order_release);
-    }
+    cb_page_t *page = atomic_load_explicit(&g_page[stream][hi], memory_order_relaxed);
+    for (unsigned lo = 0; page && lo < 256; lo++)
+      page_refresh_sole(&g.stream[stream], page, lo);
   }
 }
 
@@ -472,7 +476,6 @@ static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool acti
     atomic_fetch_sub(&s->active, 1);
   }
   stream_refresh_only(s);
-  stream_refresh_sole(s);
 }
 
 /* Add cb to the list published at *where (g.lock held): DUPLICATE if it is
@@ -532,8 +535,10 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trac
   cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_relaxed);
   if (!page && (page = xcalloc(1, sizeof *page)) != NULL)
     atomic_store_explicit(&g_page[stream][trace_type >> 8], page, memory_order_release);
-  if (page)
+  if (page) {
     r = list_register(s, &page->list[trace_type & 0xff], (any_fn_t)cb);
+    page_refresh_sole(s, page, trace_type & 0xff);
+  }
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -544,6 +549,9 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t tr
     return XPTI_RESULT_INVALIDARG;
   pthread_mutex_lock(&g.lock);
   xpti_result_t r = list_unregister(&g.stream[stream], list_of(stream, trace_type), (any_fn_t)cb);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_relaxed);
+  if (page)
+    page_refresh_sole(&g.stream[stream], page, trace_type & 0xff);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -554,6 +562,7 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterStreamCallback(uint8_t stream,
     return XPTI_RESULT_INVALIDARG;
   pthread_mutex_lock(&g.lock);
   xpti_result_t r = list_register(&g.stream[stream], &g.stream[stream].every, (any_fn_t)cb);
+  stream_refresh_sole(stream);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -566,6 +575,7 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStreamCallback(uint8_t stream,
   stream_t *s = &g.stream[stream];
   xpti_result_t r = list_unregister(s, atomic_load_explicit(&s->every, memory_order_relaxed),
                                     (any_fn_t)cb);
+  stream_refresh_sole(stream);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -595,6 +605,7 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
     for (int lo = 0; page && lo < 256; lo++)
       list_deactivate_all(s, atomic_load_explicit(&page->list[lo], memory_order_relaxed));
   }
+  stream_refresh_sole(id);
   pthread_mutex_unlock(&g.lock);
   if (!had_callbacks)
     return XPTI_RESULT_NOTFOUND; /* Intel's answer for a stream nobody listens to */
