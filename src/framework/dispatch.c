@@ -662,16 +662,18 @@ static void call_list(const cb_list_t *l, uint16_t trace_type, xpti_trace_event_
   }
 }
 
-/* Anything but one per-type callback: kept out of line so that the common
- * path saves no registers.  Stream-wide callbacks run after per-type ones. */
+/* Anything but the stream's only callback or a type's sole one: out of
+ * line, and reached by a tail call, so that the common paths save no
+ * registers.  Stream-wide callbacks run after per-type ones. */
 __attribute__((noinline)) static xpti_result_t
-notify_slow(uint8_t stream, const cb_list_t *l, const cb_list_t *every, uint16_t trace_type,
-            xpti_trace_event_data_t *parent, xpti_trace_event_data_t *event, uint64_t instance,
-            const void *user_data) {
+notify_slow(uint8_t stream, uint16_t trace_type, xpti_trace_event_data_t *parent,
+            xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  cb_list_t *l = list_of(stream, trace_type);
+  cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
   if (!l && !every)
     return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
   call_list(l, trace_type, parent, event, instance, user_data);
-  uint32_t n = every ? atomic_load_explicit(&((cb_list_t *)every)->count, memory_order_acquire) : 0;
+  uint32_t n = every ? atomic_load_explicit(&every->count, memory_order_acquire) : 0;
   for (uint32_t i = 0; i < n; i++) {
     const cb_entry_t *e = &every->entry[i];
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
@@ -698,33 +700,13 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_SUCCESS;
   }
   cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_acquire);
-  if (LIKELY(page != NULL)) {
-    any_fn_t sole = atomic_load_explicit(&page->sole[trace_type & 0xff], memory_order_acquire);
-    if (LIKELY(sole != NULL)) {
-      ((xpti_tracepoint_callback_api_t)sole)(trace_type, parent, event, instance, user_data);
-      return XPTI_RESULT_SUCCESS;
-    }
-  }
-  cb_list_t *l = page ? atomic_load_explicit(&page->list[trace_type & 0xff], memory_order_acquire)
-                      : NULL;
-  cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
-  /* the two common cases: one per-type callback, or one stream-wide one */
-  if (!every) {
-    if (LIKELY(l != NULL) && atomic_load_explicit(&l->count, memory_order_acquire) == 1) {
-      const cb_entry_t *e = &l->entry[0];
-      if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-        ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
-            trace_type, parent, event, instance, user_data);
-      return XPTI_RESULT_SUCCESS;
-    }
-  } else if (!l && atomic_load_explicit(&every->count, memory_order_acquire) == 1) {
-    const cb_entry_t *e = &every->entry[0];
-    if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-      ((xpti_stream_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
-          stream, trace_type, parent, event, instance, user_data);
+  any_fn_t sole =
+      page ? atomic_load_explicit(&page->sole[trace_type & 0xff], memory_order_acquire) : NULL;
+  if (LIKELY(sole != NULL)) {
+    ((xpti_tracepoint_callback_api_t)sole)(trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
-  return notify_slow(stream, l, every, trace_type, parent, event, instance, user_data);
+  return notify_slow(stream, trace_type, parent, event, instance, user_data);
 }
 
 /* ---- stream life: subscribers' init and finish ----------------------- */
