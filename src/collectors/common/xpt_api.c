@@ -152,16 +152,17 @@ static xpti_result_t xpt_api_subscribe_types(uint8_t stream) {
   return first;
 }
 
-xpti_result_t xpt_api_subscribe(const char *who, uint8_t stream, const char *name,
-                                xpti_stream_callback_api_t cb) {
+xpti_result_t xpt_api_subscribe(uint8_t stream, const char *name, xpti_stream_callback_api_t cb) {
   xpt_api_ready();
   xpt_api_note_stream(stream, name);
   if (xpt_api_fn.register_stream_cb)
     return xpt_api_fn.register_stream_cb(stream, cb);
+  /* once per process, whichever collector comes first (keys are shared) */
   if (!atomic_exchange(&xpt_api_said, true))
-    xpt_msg("xpti: %s: the dispatcher has no xptiRegisterStreamCallback (not xptrace's); "
-            "user-defined types of tools registered after the first stream's start are not seen",
-            who);
+    xpt_msg_once("xpt-api-stream-callback",
+                 "xpti: the dispatcher has no xptiRegisterStreamCallback (not xptrace's): "
+                 "xptrace's collectors do not see the user-defined types of tools registered "
+                 "after the first stream's start");
   xpti_stream_callback_api_t none = NULL;
   if (!atomic_compare_exchange_strong(&xpt_api_cb[stream], &none, cb) && none != cb)
     return XPTI_RESULT_DUPLICATE; /* one collector callback per stream */

@@ -21,10 +21,10 @@
  * `name`, remembered for xpt_api_stream_name).  Without
  * xptiRegisterStreamCallback: one callback per type, for the predefined
  * types, xptrace's own user-defined ones and those of tools registered
- * before xptrace's (not those of later tools); said once per collector
- * (`who`, e.g. "text collector").  Returns the registration's result
- * (DUPLICATE/UNDELETE when already covered). */
-XPT_API_HIDDEN xpti_result_t xpt_api_subscribe(const char *who, uint8_t stream, const char *name,
+ * before xptrace's (not those of later tools); said once per process.
+ * Returns the registration's result (DUPLICATE/UNDELETE when already
+ * covered). */
+XPT_API_HIDDEN xpti_result_t xpt_api_subscribe(uint8_t stream, const char *name,
                                                xpti_stream_callback_api_t cb);
 
 /* Remembers a stream's name (subscribe does it too). */

@@ -813,8 +813,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   pt_name_stream(id, stream);
   pthread_mutex_unlock(&pt_streams_lock);
   if (fresh)
-    xpt_api_subscribe("perfetto collector", id, stream,
-                      pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
+    xpt_api_subscribe(id, stream, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
   static pthread_once_t windows_once = PTHREAD_ONCE_INIT;
   if (xpt_windows_configured())
     pthread_once(&windows_once, pt_windows_setup);

@@ -661,7 +661,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   static _Atomic bool windows;
   if (xpt_windows_configured() && !atomic_exchange(&windows, true))
     xpt_windows_start(stats_window_change);
-  xpti_result_t r = xpt_api_subscribe("stats collector", stream, stream_name, stats_notify);
+  xpti_result_t r = xpt_api_subscribe(stream, stream_name, stats_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&said, true))
     xpt_msg("xpti: stats collector cannot register for stream '%s': 0x%x", stream_name,

@@ -451,7 +451,7 @@ static _Atomic bool text_register_failed_said;
  * registered at any time included.  DUPLICATE/UNDELETE: a stream
  * initialised again, already (or again) covered. */
 static void text_subscribe(uint8_t stream, const char *name) {
-  xpti_result_t r = xpt_api_subscribe("text collector", stream, name, text_notify);
+  xpti_result_t r = xpt_api_subscribe(stream, name, text_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&text_register_failed_said, true))
     xpt_msg("xpti: text collector cannot register for stream %u: 0x%x", (unsigned)stream,
