@@ -224,6 +224,14 @@ typedef struct xpti_payload_t {
       flags |= XPTI_PAYLOAD_STACK_TRACE_AVAILABLE;
   }
   bool isValid() const { return flags != 0; }
+  /* String ids of the name and file once registered (uid.p1 holds both),
+   * else -1. */
+  int32_t name_sid() const {
+    return (flags & XPTI_PAYLOAD_REGISTERED) ? (int32_t)(uint32_t)uid.p1 : -1;
+  }
+  int32_t source_file_sid() const {
+    return (flags & XPTI_PAYLOAD_REGISTERED) ? (int32_t)(uint32_t)(uid.p1 >> 32) : -1;
+  }
 
 private:
   void set(const char *func_name, const void *code_ptr) {

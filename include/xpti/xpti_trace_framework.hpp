@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -212,6 +214,140 @@ constexpr uint16_t trace_algorithm_event = (uint16_t)trace_event_type_t::algorit
 constexpr uint16_t trace_offload_memory_object_event =
     (uint16_t)trace_event_type_t::offload_memory_object;
 constexpr uint16_t trace_offload_accessor_event = (uint16_t)trace_event_type_t::offload_accessor;
+
+// ---- Intel's identifiers, flags and offload descriptions ----------------
+
+// Intel's 128-bit key of a trace point visit: file and function string ids
+// (p1), column and line (p2), the visit (instance) and its 64-bit id.
+using uid64_t = uint64_t;
+struct uid128_t {
+  uint64_t p1 = 0;
+  uint64_t p2 = 0;
+  uint64_t instance = 0;
+  uint64_t uid64 = 0;
+  bool operator==(const uid128_t &o) const {
+    return p1 == o.p1 && p2 == o.p2 && instance == o.instance;
+  }
+  bool operator!=(const uid128_t &o) const { return !(*this == o); }
+  bool operator<(const uid128_t &o) const {
+    return p1 != o.p1 ? p1 < o.p1 : p2 != o.p2 ? p2 < o.p2 : instance < o.instance;
+  }
+};
+
+inline bool is_valid_uid(const uid128_t &u) { return (u.p1 || u.p2) && u.instance; }
+
+// A payload that names its trace point somehow: a name, a file or code.
+inline bool is_valid_payload(const payload_t *p) {
+  if (!p || !p->flags)
+    return false;
+  return ((p->flags & XPTI_PAYLOAD_NAME_AVAILABLE) && p->name) ||
+         ((p->flags & XPTI_PAYLOAD_SOURCE_FILE_AVAILABLE) && p->source_file) ||
+         ((p->flags & XPTI_PAYLOAD_CODE_PTR_AVAILABLE) && p->code_ptr_va);
+}
+
+enum class trace_event_flag_t : uint64_t {
+  UIDAvailable = XPTI_EVENT_UID_AVAILABLE,
+  SourceUIDAvailable = XPTI_EVENT_SOURCE_UID_AVAILABLE,
+  TargetUIDAvailable = XPTI_EVENT_TARGET_UID_AVAILABLE,
+  EventTypeAvailable = XPTI_EVENT_TYPE_AVAILABLE,
+  ActivityTypeAvailable = XPTI_EVENT_ACTIVITY_TYPE_AVAILABLE,
+  PayloadAvailable = XPTI_EVENT_PAYLOAD_AVAILABLE
+};
+
+inline bool is_valid_event(const trace_event_data_t *e) {
+  return e && e->unique_id != invalid_uid && (e->flags & XPTI_EVENT_UID_AVAILABLE);
+}
+
+// Intel's helper that packs (file, function, line, column) ids into 64
+// bits, each field as wide as its value needs: a lookup key, not a
+// unique id (it may overflow).
+struct hash_t {
+  static int bit_count(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 1; }
+  static uint64_t shift_in(uint64_t acc, uint64_t v) {
+    int n = bit_count(v);
+    return (n >= 64 ? 0 : acc << n) | v;
+  }
+  uint64_t compact(uint64_t file_id, uint64_t func_id, int line, int col) {
+    return shift_in(compact_short(file_id, func_id, line), (uint64_t)(uint32_t)col);
+  }
+  uint64_t compact_short(uint64_t file_id, uint64_t func_id, int line) {
+    return shift_in(shift_in(file_id, func_id), (uint64_t)(uint32_t)line);
+  }
+  // Ours: p1 = file id << 32 | function id, p2 = line << 32 | column.
+  uint64_t combine(const uid_t &u) {
+    return compact(u.p1 >> 32, u.p1 & 0xffffffffu, (int)(u.p2 >> 32), (int)(u.p2 & 0xffffffffu));
+  }
+  uint64_t combine_short(const uid_t &u) {
+    return compact_short(u.p1 >> 32, u.p1 & 0xffffffffu, (int)(u.p2 >> 32));
+  }
+  // Intel's uid128_t: p2 = column << 32 | line.
+  uint64_t combine(const uid128_t &u) {
+    return compact(u.p1 >> 32, u.p1 & 0xffffffffu, (int)(u.p2 & 0xffffffffu), (int)(u.p2 >> 32));
+  }
+  uint64_t combine_short(const uid128_t &u) {
+    return compact_short(u.p1 >> 32, u.p1 & 0xffffffffu, (int)(u.p2 & 0xffffffffu));
+  }
+};
+
+#ifndef XPTI_PACK08_RET16
+#define XPTI_PACK08_RET16(value1, value2) (((value1) << 8) | (value2))
+#endif
+#ifndef XPTI_PACK16_RET32
+#define XPTI_PACK16_RET32(value1, value2) (((value1) << 16) | (value2))
+#endif
+#ifndef XPTI_PACK32_RET64
+#define XPTI_PACK32_RET64(value1, value2) (((uint64_t)(value1) << 32) | (value2))
+#endif
+
+// What the SYCL runtime passes as user data of the offload_* trace types.
+struct offload_buffer_data_t {
+  uintptr_t user_object_handle = 0;
+  uintptr_t host_object_handle = 0;
+  const char *element_type = nullptr;
+  uint32_t element_size = 0;
+  uint32_t dim = 0;
+  size_t range[3] = {0, 0, 0};
+};
+struct offload_image_data_t {
+  uintptr_t user_object_handle = 0;
+  uintptr_t host_object_handle = 0;
+  uint32_t dim = 0;
+  size_t range[3] = {0, 0, 0};
+  uint32_t format = 0;
+  std::optional<uint32_t> addressing = std::nullopt;
+  std::optional<uint32_t> coordinate_normalization = std::nullopt;
+  std::optional<uint32_t> filtering = std::nullopt;
+};
+struct offload_accessor_data_t {
+  uintptr_t buffer_handle = 0;
+  uintptr_t accessor_handle = 0;
+  uint32_t target = 0;
+  uint32_t mode = 0;
+};
+struct offload_image_accessor_data_t {
+  uintptr_t image_handle = 0;
+  uintptr_t accessor_handle = 0;
+  std::optional<uint32_t> target = std::nullopt;
+  std::optional<uint32_t> mode = std::nullopt;
+  const char *element_type = nullptr;
+  uint32_t element_size = 0;
+};
+struct offload_association_data_t {
+  uintptr_t user_object_handle = 0;
+  uintptr_t mem_object_handle = 0;
+};
+struct offload_kernel_enqueue_data_t {
+  size_t global_size[3] = {0, 0, 0};
+  size_t local_size[3] = {0, 0, 0};
+  size_t offset[3] = {0, 0, 0};
+  size_t args_num = 0;
+};
+struct offload_kernel_arg_data_t {
+  int type = -1;
+  void *pointer = nullptr;
+  int size = 0;
+  int index = 0;
+};
 
 // ---- metadata ---------------------------------------------------------
 
@@ -569,6 +705,16 @@ private:
 
 } // namespace framework
 } // namespace xpti
+
+// Keys of std::unordered_map, as with Intel's header.
+template <> struct std::hash<xpti::uid_t> {
+  size_t operator()(const xpti::uid_t &u) const { return (size_t)u.hash(); }
+};
+template <> struct std::hash<xpti::uid128_t> {
+  size_t operator()(const xpti::uid128_t &u) const {
+    return (size_t)(xpti::uid_t{u.p1, u.p2, u.instance}.hash());
+  }
+};
 
 // ---- Intel's C++ parameter types on C entry points -------------------
 

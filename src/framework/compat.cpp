@@ -155,7 +155,7 @@ void *compat_map_new(void) { return new (std::nothrow) xpti::metadata_t(); }
 
 bool compat_map_insert(void *map, uint32_t key, int32_t value) {
   try {
-    static_cast<xpti::metadata_t *>(map)->emplace((int32_t)key, value);
+    (*static_cast<xpti::metadata_t *>(map))[(int32_t)key] = value; // a key again: Intel overwrites
     return true;
   } catch (...) {
     return false;
@@ -169,10 +169,13 @@ void *compat_objects_new(xpti_trace_event_data_t *event) {
 XPTI_EXPORT_API xpti_tracepoint_t *xptiCreateTracepoint(const char *func_name,
                                                         const char *file_name, uint32_t line_no,
                                                         uint32_t column_no) {
-  xpti_payload_t p(func_name, file_name, (int)line_no, (int)column_no);
+  // Intel's placeholders: a trace point always has a name and a file, so
+  // callers that dereference them (Intel's collectors print both) can.
+  xpti_payload_t p(func_name ? func_name : "unknown", file_name ? file_name : "unknown-file",
+                   (int)line_no, (int)column_no);
   uint64_t instance = 0;
   xpti_trace_event_data_t *ev = xptiMakeEvent(
-      func_name, &p, (uint16_t)xptiGetDefaultEventType(), XPTI_ACTIVITY_ACTIVE, &instance);
+      p.name, &p, (uint16_t)xptiGetDefaultEventType(), XPTI_ACTIVITY_ACTIVE, &instance);
   objects *o = ev ? objects_of(ev) : nullptr;
   if (!o)
     return nullptr;

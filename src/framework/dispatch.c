@@ -33,6 +33,9 @@ typedef struct cb_list {
 /* trace types are 16-bit: a page of 256 lists per high byte */
 typedef struct cb_page {
   _Atomic(cb_list_t *) list[256];
+  /* The list's one active callback when it has exactly one and the stream
+   * no active stream-wide one: what notification calls after one load. */
+  _Atomic(any_fn_t) sole[256];
 } cb_page_t;
 
 typedef struct stream {
@@ -59,6 +62,8 @@ static _Atomic(cb_page_t *) g_page[256][256];
 
 static struct {
   _Atomic bool enabled; /* the answer of xptiTraceEnabled */
+  /* Some collector asked for xptraceThreadStamp: notifications count. */
+  _Atomic bool stamps_used;
   stream_t stream[256];
   _Atomic uint32_t nstreams;
   _Atomic uint8_t default_stream;
@@ -345,7 +350,13 @@ XPTI_EXPORT_API const void *xptraceStreamSoleListener(uint8_t stream) {
 
 XPTI_EXPORT_API const void *xptraceTraceEnabledWord(void) { return (const void *)&g.enabled; }
 
-XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) { return &tls_stamp; }
+XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) {
+  /* Before the caller can publish a stamp (program order on this thread),
+   * so a stamp is never matched to a later notification. */
+  if (!atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
+    atomic_store_explicit(&g.stamps_used, true, memory_order_relaxed);
+  return &tls_stamp;
+}
 
 /* ---- streams ----------------------------------------------------------- */
 
@@ -429,6 +440,32 @@ static void stream_refresh_only(stream_t *s) {
   atomic_store_explicit(&s->only, only, memory_order_release);
 }
 
+/* g.lock held: the sole pointer of one list, from its entries; none while
+ * the stream has an active stream-wide callback. */
+static void page_refresh_sole(const stream_t *s, cb_page_t *page, unsigned lo) {
+  cb_list_t *every = atomic_load_explicit(&s->every, memory_order_relaxed);
+  cb_list_t *l = atomic_load_explicit(&page->list[lo], memory_order_relaxed);
+  any_fn_t sole = NULL;
+  if (!(every && atomic_load_explicit(&every->active, memory_order_relaxed)) && l &&
+      atomic_load_explicit(&l->active, memory_order_relaxed) == 1) {
+    uint32_t n = atomic_load_explicit(&l->count, memory_order_relaxed);
+    for (uint32_t i = 0; i < n && !sole; i++)
+      if (atomic_load_explicit(&l->entry[i].active, memory_order_relaxed))
+        sole = atomic_load_explicit(&l->entry[i].fn, memory_order_relaxed);
+  }
+  if (atomic_load_explicit(&page->sole[lo], memory_order_relaxed) != sole)
+    atomic_store_explicit(&page->sole[lo], sole, memory_order_release);
+}
+
+/* g.lock held: after a change of stream-wide callbacks, every list's. */
+static void stream_refresh_sole(uint8_t stream) {
+  for (int hi = 0; hi < 256; hi++) {
+    cb_page_t *page = atomic_load_explicit(&g_page[stream][hi], memory_order_relaxed);
+    for (unsigned lo = 0; page && lo < 256; lo++)
+      page_refresh_sole(&g.stream[stream], page, lo);
+  }
+}
+
 static void entry_set_active(stream_t *s, cb_list_t *l, cb_entry_t *e, bool active) {
   atomic_store_explicit(&e->active, active, memory_order_release);
   if (active) {
@@ -498,8 +535,10 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterCallback(uint8_t stream, uint16_t trac
   cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_relaxed);
   if (!page && (page = xcalloc(1, sizeof *page)) != NULL)
     atomic_store_explicit(&g_page[stream][trace_type >> 8], page, memory_order_release);
-  if (page)
+  if (page) {
     r = list_register(s, &page->list[trace_type & 0xff], (any_fn_t)cb);
+    page_refresh_sole(s, page, trace_type & 0xff);
+  }
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -510,6 +549,9 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterCallback(uint8_t stream, uint16_t tr
     return XPTI_RESULT_INVALIDARG;
   pthread_mutex_lock(&g.lock);
   xpti_result_t r = list_unregister(&g.stream[stream], list_of(stream, trace_type), (any_fn_t)cb);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_relaxed);
+  if (page)
+    page_refresh_sole(&g.stream[stream], page, trace_type & 0xff);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -520,6 +562,7 @@ XPTI_EXPORT_API xpti_result_t xptiRegisterStreamCallback(uint8_t stream,
     return XPTI_RESULT_INVALIDARG;
   pthread_mutex_lock(&g.lock);
   xpti_result_t r = list_register(&g.stream[stream], &g.stream[stream].every, (any_fn_t)cb);
+  stream_refresh_sole(stream);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -532,6 +575,7 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStreamCallback(uint8_t stream,
   stream_t *s = &g.stream[stream];
   xpti_result_t r = list_unregister(s, atomic_load_explicit(&s->every, memory_order_relaxed),
                                     (any_fn_t)cb);
+  stream_refresh_sole(stream);
   pthread_mutex_unlock(&g.lock);
   return r;
 }
@@ -561,6 +605,7 @@ XPTI_EXPORT_API xpti_result_t xptiUnregisterStream(const char *name) {
     for (int lo = 0; page && lo < 256; lo++)
       list_deactivate_all(s, atomic_load_explicit(&page->list[lo], memory_order_relaxed));
   }
+  stream_refresh_sole(id);
   pthread_mutex_unlock(&g.lock);
   if (!had_callbacks)
     return XPTI_RESULT_NOTFOUND; /* Intel's answer for a stream nobody listens to */
@@ -617,16 +662,18 @@ static void call_list(const cb_list_t *l, uint16_t trace_type, xpti_trace_event_
   }
 }
 
-/* Anything but one per-type callback: kept out of line so that the common
- * path saves no registers.  Stream-wide callbacks run after per-type ones. */
+/* Anything but the stream's only callback or a type's sole one: out of
+ * line, and reached by a tail call, so that the common paths save no
+ * registers.  Stream-wide callbacks run after per-type ones. */
 __attribute__((noinline)) static xpti_result_t
-notify_slow(uint8_t stream, const cb_list_t *l, const cb_list_t *every, uint16_t trace_type,
-            xpti_trace_event_data_t *parent, xpti_trace_event_data_t *event, uint64_t instance,
-            const void *user_data) {
+notify_slow(uint8_t stream, uint16_t trace_type, xpti_trace_event_data_t *parent,
+            xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  cb_list_t *l = list_of(stream, trace_type);
+  cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
   if (!l && !every)
     return stream_registered(stream) ? XPTI_RESULT_SUCCESS : XPTI_RESULT_INVALIDARG;
   call_list(l, trace_type, parent, event, instance, user_data);
-  uint32_t n = every ? atomic_load_explicit(&((cb_list_t *)every)->count, memory_order_acquire) : 0;
+  uint32_t n = every ? atomic_load_explicit(&every->count, memory_order_acquire) : 0;
   for (uint32_t i = 0; i < n; i++) {
     const cb_entry_t *e = &every->entry[i];
     if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
@@ -644,32 +691,22 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_FALSE;
   if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
     return XPTI_RESULT_INVALIDARG;
-  ++tls_stamp.seq; /* a new notification: no collector has stamped it */
+  if (atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
+    ++tls_stamp.seq; /* a new notification: no collector has stamped it */
   xpti_stream_callback_api_t only =
       atomic_load_explicit(&g.stream[stream].only, memory_order_acquire);
   if (LIKELY(only != NULL)) {
     only(stream, trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
-  cb_list_t *l = list_of(stream, trace_type);
-  cb_list_t *every = atomic_load_explicit(&g.stream[stream].every, memory_order_acquire);
-  /* the two common cases: one per-type callback, or one stream-wide one */
-  if (!every) {
-    if (LIKELY(l != NULL) && atomic_load_explicit(&l->count, memory_order_acquire) == 1) {
-      const cb_entry_t *e = &l->entry[0];
-      if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-        ((xpti_tracepoint_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
-            trace_type, parent, event, instance, user_data);
-      return XPTI_RESULT_SUCCESS;
-    }
-  } else if (!l && atomic_load_explicit(&every->count, memory_order_acquire) == 1) {
-    const cb_entry_t *e = &every->entry[0];
-    if (LIKELY(atomic_load_explicit(&e->active, memory_order_acquire)))
-      ((xpti_stream_callback_api_t)atomic_load_explicit(&e->fn, memory_order_relaxed))(
-          stream, trace_type, parent, event, instance, user_data);
+  cb_page_t *page = atomic_load_explicit(&g_page[stream][trace_type >> 8], memory_order_acquire);
+  any_fn_t sole =
+      page ? atomic_load_explicit(&page->sole[trace_type & 0xff], memory_order_acquire) : NULL;
+  if (LIKELY(sole != NULL)) {
+    ((xpti_tracepoint_callback_api_t)sole)(trace_type, parent, event, instance, user_data);
     return XPTI_RESULT_SUCCESS;
   }
-  return notify_slow(stream, l, every, trace_type, parent, event, instance, user_data);
+  return notify_slow(stream, trace_type, parent, event, instance, user_data);
 }
 
 /* ---- stream life: subscribers' init and finish ----------------------- */
@@ -678,8 +715,10 @@ XPTI_EXPORT_API xpti_result_t xptiInitialize(const char *stream, uint32_t major,
                                              const char *version) {
   if (!stream || !*stream)
     return XPTI_RESULT_INVALIDARG;
-  if (!framework_ensure_init() || !xptiTraceEnabled())
+  if (!framework_ensure_init()) /* called back while subscribers load */
     return XPTI_RESULT_FALSE;
+  if (!xptiTraceEnabled()) /* no subscriber: nothing to announce; Intel's says SUCCESS */
+    return XPTI_RESULT_SUCCESS;
   uint8_t id = xptiRegisterStream(stream);
   announce_default_stream(id);
   if (id != XPTI_INVALID_STREAM_ID)

@@ -452,7 +452,15 @@ XPTI_EXPORT_API xpti_result_t xptiAddMetadata(xpti_trace_event_data_t *event, co
   xpti_result_t r = XPTI_RESULT_SUCCESS;
   pthread_mutex_lock(&g_reg.md_lock);
   metadata_block_t *b = atomic_load_explicit(&tp->metadata, memory_order_relaxed);
-  if (metadata_find(b, key_id) >= 0) {
+  /* Intel's: a key already there gets the new value, and says DUPLICATE. */
+  int at = metadata_find(b, key_id);
+  if (at >= 0) {
+    void *old_map = atomic_load_explicit(&tp->cxx_map, memory_order_relaxed);
+    if (old_map && !compat_map_insert(old_map, key_id, value_object_id)) {
+      r = XPTI_RESULT_FAIL;
+      goto out;
+    }
+    __atomic_store_n(&b->item[at].value, value_object_id, __ATOMIC_RELAXED);
     r = XPTI_RESULT_DUPLICATE;
     goto out;
   }
@@ -499,7 +507,7 @@ XPTI_EXPORT_API xpti_result_t xptiLookupMetadata(const xpti_trace_event_data_t *
   int i = metadata_find(b, key_id);
   if (i < 0)
     return XPTI_RESULT_NOTFOUND;
-  *value_object_id = b->item[i].value;
+  *value_object_id = __atomic_load_n(&b->item[i].value, __ATOMIC_RELAXED);
   return XPTI_RESULT_SUCCESS;
 }
 
@@ -520,7 +528,7 @@ XPTI_EXPORT_API xpti_result_t xptiMetadataAt(const xpti_trace_event_data_t *even
   if (key_string_id)
     *key_string_id = b->item[index].key;
   if (value_object_id)
-    *value_object_id = b->item[index].value;
+    *value_object_id = __atomic_load_n(&b->item[index].value, __ATOMIC_RELAXED);
   return XPTI_RESULT_SUCCESS;
 }
 

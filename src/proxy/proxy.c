@@ -97,6 +97,21 @@ static int xpti_proxy_enable_requested(void) {
   return 0;
 }
 
+/* xptrace's extensions: optional, so that any dispatcher with Intel's 48
+ * entry points (tests/proxy/intel_api_names.txt) is accepted; a stub of
+ * one the dispatcher lacks returns its default. */
+static const char *const xpti_proxy_optional[] = {
+    "xptiRegisterStreamCallback", "xptiUnregisterStreamCallback", "xptiLookupStreamName",
+    "xptiLookupToolName",         "xptiLookupMetadata",           "xptiMetadataCount",
+    "xptiMetadataAt"};
+
+static int xpti_proxy_is_optional(const char *name) {
+  for (size_t i = 0; i < sizeof xpti_proxy_optional / sizeof *xpti_proxy_optional; i++)
+    if (strcmp(name, xpti_proxy_optional[i]) == 0)
+      return 1;
+  return 0;
+}
+
 /* Open the dispatcher and resolve every API symbol into *fns, or none:
  * returns the handle, or NULL after printing why. */
 static void *xpti_proxy_open_dispatcher(const char *path, struct xpti_proxy_resolved *fns) {
@@ -113,7 +128,7 @@ static void *xpti_proxy_open_dispatcher(const char *path, struct xpti_proxy_reso
   /* memcpy: ISO C has no conversion from void * to a function pointer. */
 #define XPTI_PROXY_RESOLVE(name)                                                            \
   symbol = dlsym(handle, #name);                                                            \
-  if (!symbol) {                                                                            \
+  if (!symbol && !xpti_proxy_is_optional(#name)) {                                          \
     snprintf(message, sizeof message,                                                      \
              "xpti: dispatcher '%s' lacks " #name "; tracing disabled", path);             \
     xpti_proxy_report(message);                                                             \

@@ -17,17 +17,17 @@ check() { # expected-stdout expected-stderr-lines stderr-pattern env...
   fi
   rm -f "$err"
 }
-check "enabled=0 init=false" 0 ""
+check "enabled=0 init=success" 0 ""
 check "enabled=1 init=success" 0 "" XPTI_SUBSCRIBERS="$sub"
 check "enabled=1 init=success" 0 "" XPTI_SUBSCRIBERS=" $sub , " XPTI_TRACE_ENABLE=1
 check "enabled=1 init=success" 0 "" XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=true
-check "enabled=0 init=false" 0 "" XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=0
-check "enabled=0 init=false" 0 "" XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=false
-check "enabled=0 init=false" 1 "xpti: XPTI_TRACE_ENABLE='TRUE' is not 1/true/0/false" \
+check "enabled=0 init=success" 0 "" XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=0
+check "enabled=0 init=success" 0 "" XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=false
+check "enabled=0 init=success" 1 "xpti: XPTI_TRACE_ENABLE='TRUE' is not 1/true/0/false" \
   XPTI_SUBSCRIBERS="$sub" XPTI_TRACE_ENABLE=TRUE
-check "enabled=0 init=false" 1 "xpti: cannot load subscriber '/no/such/lib.so'" \
+check "enabled=0 init=success" 1 "xpti: cannot load subscriber '/no/such/lib.so'" \
   XPTI_SUBSCRIBERS=/no/such/lib.so
 check "enabled=1 init=success" 1 "xpti: cannot load subscriber '/no/such/lib.so'" \
   XPTI_SUBSCRIBERS="/no/such/lib.so,$sub"
-check "enabled=0 init=false" 1 "lacks xptiTraceInit" XPTI_SUBSCRIBERS="$(dirname "$sub")/libxptifw.so"
+check "enabled=0 init=success" 1 "lacks xptiTraceInit" XPTI_SUBSCRIBERS="$(dirname "$sub")/libxptifw.so"
 exit $fail

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 #include "xpti/xpti_trace_framework.hpp"
 
@@ -195,6 +196,46 @@ int main() {
     EXPECT(t.universal_id() == uid && t.payload() == qp && xptiGetUniversalId() == uid);
   }
   EXPECT(xptiGetUniversalId() == xpti::invalid_uid);
+
+  // Intel's later names (issue 29): 128-bit keys, validity helpers,
+  // flags, payload string ids, placeholders, hashable uids.
+  {
+    xpti::uid128_t none;
+    EXPECT(!xpti::is_valid_uid(none) && none.p1 == 0 && none.uid64 == 0);
+    xpti::uid128_t some;
+    some.p1 = 1;
+    some.instance = 1;
+    EXPECT(xpti::is_valid_uid(some));
+    xpti::payload_t named("cxx_names", "cxx.cpp", 7, 0);
+    xpti::payload_t empty;
+    EXPECT(xpti::is_valid_payload(&named) && !xpti::is_valid_payload(&empty) &&
+           !xpti::is_valid_payload(nullptr));
+    EXPECT(named.name_sid() == xpti::invalid_id && named.source_file_sid() == xpti::invalid_id);
+    xpti_tracepoint_t *ntp = xptiCreateTracepoint(named.name, named.source_file, 7, 0);
+    EXPECT(ntp != nullptr);
+    const xpti::payload_t *reg = ntp ? ntp->payload_ref() : nullptr;
+    EXPECT(reg && reg->name_sid() != xpti::invalid_id &&
+           !std::strcmp(xptiLookupString((uint32_t)reg->name_sid()), "cxx_names") &&
+           !std::strcmp(xptiLookupString((uint32_t)reg->source_file_sid()), "cxx.cpp"));
+    xpti::trace_event_data_t *ev = ntp ? ntp->event_ref() : nullptr;
+    EXPECT(xpti::is_valid_event(ev));
+    EXPECT(ev && (ev->flags & (uint64_t)xpti::trace_event_flag_t::PayloadAvailable) &&
+           (ev->flags & (uint64_t)xpti::trace_event_flag_t::UIDAvailable));
+    // Nothing named: Intel's placeholders, never NULL.
+    xpti_tracepoint_t *anon = xptiCreateTracepoint(nullptr, nullptr, 0, 0);
+    EXPECT(anon != nullptr);
+    const xpti::payload_t *ap = anon ? anon->payload_ref() : nullptr;
+    EXPECT(ap && ap->name && !std::strcmp(ap->name, "unknown") && ap->source_file &&
+           !std::strcmp(ap->source_file, "unknown-file") && ap->line_no == 0);
+    EXPECT(XPTI_PACK32_RET64(2u, 3u) == ((uint64_t)2 << 32 | 3));
+    std::unordered_map<xpti::uid_t, int> by_uid;
+    by_uid[reg ? reg->uid : xpti::uid_t{}] = 1;
+    EXPECT(by_uid.size() == 1);
+    xpti::hash_t h;
+    EXPECT(reg && h.combine_short(reg->uid) != h.combine_short(xpti::uid_t{}));
+    xpti::offload_buffer_data_t buf;
+    EXPECT(buf.dim == 0 && buf.element_type == nullptr);
+  }
 
   xptiReleaseEvent(e);
   EXPECT(xptiUnregisterCallback(sid, xpti::trace_task_begin, cb) ==

@@ -20,9 +20,10 @@
 
 #include <xpti/xpti_trace_framework.h>
 
-/* The framework may not be linked (e.g. into the xptrace tool): only use
- * its tool-name lookup when it is there. */
-#pragma weak xptiLookupToolName
+/* Tool names come from xpt_api.c (any dispatcher), linked into the
+ * collectors but not into the xptrace tool: only used when there. */
+__attribute__((visibility("hidden"))) const char *xpt_api_tool_name(uint8_t tool);
+#pragma weak xpt_api_tool_name
 
 /* ---- flush hooks ------------------------------------------------------ */
 /* No signal handler of ours: a program's dispositions stay its own, and
@@ -179,7 +180,7 @@ const char *xpt_trace_type_name(uint16_t trace_type, char *buf, size_t buflen) {
       snprintf(buf, buflen, "user_defined");
       return buf;
     }
-    const char *tool_name = (xptiLookupToolName && tool) ? xptiLookupToolName(tool) : NULL;
+    const char *tool_name = (xpt_api_tool_name && tool) ? xpt_api_tool_name(tool) : NULL;
     if (tool_name)
       snprintf(buf, buflen, "%s:%u%s", tool_name, n, suffix);
     else

@@ -10,6 +10,7 @@
 
 #include "pt_drain.h"
 #include "pt_recorder.h"
+#include "xpt_api.h"
 #include "xpt_collector.h"
 
 bool pt_use_tsc;
@@ -308,7 +309,7 @@ static struct pt_rthread *pt_thread_new_unblocked(void) {
   }
   t->pid = getpid();
   t->tid = (pid_t)syscall(SYS_gettid);
-  t->stamp = xptraceThreadStamp();
+  t->stamp = xpt_api_thread_stamp();
   t->segment = 0;
   t->next_free = NULL;
   t->depth = t->w.hold = 0; /* the ended thread's open slices are not ours */

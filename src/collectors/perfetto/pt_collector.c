@@ -27,6 +27,7 @@
 #include "pt_common.h"
 #include "pt_drain.h"
 #include "pt_recorder.h"
+#include "xpt_api.h"
 #include "xpt_collector.h"
 #include "xpt_fd.h"
 #include "xpt_finish.h"
@@ -89,11 +90,11 @@ static bool pt_describe(struct pt_rthread *t, const xpti_trace_event_data_t *eve
   d.activity_type = event->activity_type;
   d.event_flags = event->flags;
   uint8_t meta[XPT_REC_DESC_META_MAX];
-  uint32_t count = xptiMetadataCount(event);
+  uint32_t count = xpt_api_metadata_count(event);
   for (uint32_t i = 0; i < count; i++) {
     uint32_t key_id;
     int32_t value_id;
-    if (xptiMetadataAt(event, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
+    if (xpt_api_metadata_at(event, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
       break;
     const char *key = xptiLookupString(key_id);
     xpti_object_data_t o = xptiLookupObject(value_id);
@@ -162,7 +163,7 @@ static void pt_name_tool(uint16_t type) {
   uint8_t tool = (uint8_t)XPTI_TOOL_ID(type);
   if (atomic_load_explicit(&pt_rec.h->tool_named[tool], memory_order_relaxed))
     return;
-  const char *name = xptiLookupToolName(tool);
+  const char *name = xpt_api_tool_name(tool);
   if (!name || atomic_exchange(&pt_rec.h->tool_named[tool], 1))
     return;
   char *dst = (char *)pt_rec.h + XPT_REC_TOOLS_OFF + (size_t)tool * XPT_REC_NAME_LEN;
@@ -582,8 +583,8 @@ static void pt_rec_open_locked(const char *dir) {
                    hd);
   __atomic_store_n(&pt_rec.h, hd, __ATOMIC_RELEASE);
   for (unsigned id = 0; id < 256; id++) /* a forked child names them again */
-    if (pt_stream_on[id] && xptiLookupStreamName((uint8_t)id))
-      pt_name_stream((uint8_t)id, xptiLookupStreamName((uint8_t)id));
+    if (pt_stream_on[id] && xpt_api_stream_name((uint8_t)id))
+      pt_name_stream((uint8_t)id, xpt_api_stream_name((uint8_t)id));
 }
 
 static bool pt_rec_ready(void) {
@@ -748,9 +749,9 @@ static void pt_setup(void) {
     if (i >= 0x80 || i == XPTI_TRACE_EDGE_CREATE)
       pt_class[i] |= PT_C_SLOW;
   }
-  pt_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
-  pt_flow_type[0] = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID);
-  pt_flow_type[1] = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID);
+  pt_timed_type = xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
+  pt_flow_type[0] = xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID);
+  pt_flow_type[1] = xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID);
   pthread_key_create(&pt_key, pt_thread_exit);
   pthread_atfork(pt_fork_prepare, pt_fork_parent, pt_fork_child);
 }
@@ -812,7 +813,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
   pt_name_stream(id, stream);
   pthread_mutex_unlock(&pt_streams_lock);
   if (fresh)
-    xptiRegisterStreamCallback(id, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
+    xpt_api_subscribe(id, stream, pt_use_tsc ? pt_stream_cb_tsc : pt_stream_cb_mono);
   static pthread_once_t windows_once = PTHREAD_ONCE_INIT;
   if (xpt_windows_configured())
     pthread_once(&windows_once, pt_windows_setup);

@@ -22,6 +22,7 @@
 #include <xpti/xpti_trace_framework.h>
 
 #include "stats_internal.h"
+#include "xpt_api.h"
 #include "xpt_arena.h"
 #include "xptrace/xptrace_protocol.h"
 #include "xpt_windows.h"
@@ -118,7 +119,7 @@ static __thread xptrace_stamp_t *stats_stamp_tls __attribute__((tls_model("initi
 static inline uint64_t stats_event_stamp(void) {
   xptrace_stamp_t *s = stats_stamp_tls;
   if (!s)
-    s = stats_stamp_tls = xptraceThreadStamp();
+    s = stats_stamp_tls = xpt_api_thread_stamp();
   uint32_t clock = stats_tsc ? XPTRACE_STAMP_TSC : XPTRACE_STAMP_MONOTONIC_NS;
   if (s->stamped == s->seq && s->clock == clock)
     return s->stamp;
@@ -745,11 +746,11 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
     return;
   pthread_once(&stats_once, stats_setup);
   atomic_store(&stats_timed_type,
-               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID));
+               xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID));
   atomic_store(&stats_flow_out_type,
-               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID));
+               xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_FLOW_OUT_ID));
   atomic_store(&stats_flow_in_type,
-               xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID));
+               xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_FLOW_IN_ID));
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream == XPTI_INVALID_STREAM_ID)
     return;
@@ -769,7 +770,7 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor,
   static _Atomic bool windows;
   if (xpt_windows_configured() && !atomic_exchange(&windows, true))
     xpt_windows_start(stats_window_change);
-  xpti_result_t r = xptiRegisterStreamCallback(stream, stats_notify);
+  xpti_result_t r = xpt_api_subscribe(stream, stream_name, stats_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&said, true))
     xpt_msg("xpti: stats collector cannot register for stream '%s': 0x%x", stream_name,

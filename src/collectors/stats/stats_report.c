@@ -8,6 +8,7 @@
 #include <xpti/xpti_trace_framework.h>
 
 #include "stats_internal.h"
+#include "xpt_api.h"
 
 static bool stats_type_is_known_point(uint16_t type) {
   switch (type) {
@@ -155,7 +156,7 @@ static const char *stats_type_label(uint16_t type, char *buf, size_t len) {
 }
 
 static const char *stats_stream_name(uint8_t stream, char *buf, size_t len) {
-  const char *name = xptiLookupStreamName(stream);
+  const char *name = xpt_api_stream_name(stream);
   if (name)
     return name;
   snprintf(buf, len, "stream%u", (unsigned)stream);

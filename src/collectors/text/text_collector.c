@@ -21,6 +21,7 @@
 #include "xpt_windows.h"
 #include "xpt_fd.h"
 #include "xpt_msg.h"
+#include "xpt_api.h"
 
 /* A line of at most PIPE_BUF bytes goes out in one atomic write(2), even
  * when the output is a pipe shared with other processes. */
@@ -277,7 +278,7 @@ static void text_put_type(text_line_t *l, uint16_t type) {
   if (tool == 0 && type < 128 && text_predefined_names[type]) {
     text_puts(l, text_predefined_names[type]);
   } else if (tool != 0 && (type & XPTI_TRACE_USER_DEFINED)) {
-    const char *tool_name = xptiLookupToolName(tool);
+    const char *tool_name = xpt_api_tool_name(tool);
     if (tool_name)
       text_put_token(l, tool_name);
     else
@@ -365,7 +366,7 @@ static void text_put_object(text_line_t *l, xpti_object_data_t o) {
 /* ---- notifications ----------------------------------------------------- */
 
 static void text_put_stream_name(text_line_t *l, uint8_t stream) {
-  const char *name = xptiLookupStreamName(stream);
+  const char *name = xpt_api_stream_name(stream);
   if (name) {
     text_line_start(l, name);
   } else {
@@ -425,13 +426,13 @@ static void text_notify(uint8_t stream, uint16_t type, xpti_trace_event_data_t *
     text_put_quoted(&l, slice->track_name ? slice->track_name : "", SIZE_MAX);
   }
 
-  uint32_t count = event ? xptiMetadataCount(event) : 0;
+  uint32_t count = event ? xpt_api_metadata_count(event) : 0;
   if (count)
     text_puts(&l, " |");
   for (uint32_t i = 0; i < count; i++) {
     uint32_t key_id;
     int32_t value_id;
-    if (xptiMetadataAt(event, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
+    if (xpt_api_metadata_at(event, i, &key_id, &value_id) != XPTI_RESULT_SUCCESS)
       break;
     const char *key = xptiLookupString(key_id);
     text_put(&l, " ", 1);
@@ -449,8 +450,8 @@ static _Atomic bool text_register_failed_said;
 /* One stream-wide callback sees every type, user-defined ones of tools
  * registered at any time included.  DUPLICATE/UNDELETE: a stream
  * initialised again, already (or again) covered. */
-static void text_subscribe(uint8_t stream) {
-  xpti_result_t r = xptiRegisterStreamCallback(stream, text_notify);
+static void text_subscribe(uint8_t stream, const char *name) {
+  xpti_result_t r = xpt_api_subscribe(stream, name, text_notify);
   if (r != XPTI_RESULT_SUCCESS && r != XPTI_RESULT_DUPLICATE && r != XPTI_RESULT_UNDELETE &&
       !atomic_exchange(&text_register_failed_said, true))
     xpt_msg("xpti: text collector cannot register for stream %u: 0x%x", (unsigned)stream,
@@ -471,11 +472,11 @@ XPTI_CALLBACK_API void xptiTraceInit(unsigned int major, unsigned int minor, con
     return;
 
   atomic_store_explicit(&text_timed_type,
-                        xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID),
+                        xpt_api_user_type(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID),
                         memory_order_relaxed);
   uint8_t stream = xptiRegisterStream(stream_name);
   if (stream != XPTI_INVALID_STREAM_ID)
-    text_subscribe(stream);
+    text_subscribe(stream, stream_name);
   static _Atomic bool windows;
   if (xpt_windows_configured() && !atomic_exchange(&windows, true))
     xpt_windows_start(text_window_change);
