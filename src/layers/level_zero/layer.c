@@ -92,6 +92,8 @@ static inline void ze_notify(bool on, uint16_t type, xpti_function_with_args_t *
       uint64_t id = api_on ? xpt_tracer_next_correlation_id() : 0;                       \
       xpti_function_with_args_t data = {XPT_ZE_FN_##name, "ze" #name, &params, NULL, NULL}; \
       ze_notify(api_on, XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data, id);                 \
+      if (graph_on && ze_graph_before_fn(XPT_ZE_FN_##name) && !xpt_tracer_in_callback())  \
+        ze_graph_before(XPT_ZE_FN_##name, &params);                                      \
       result = ze_next.table.member(ZE_ARGS(n, __VA_ARGS__));                            \
       if (graph_on && result == ZE_RESULT_SUCCESS && !xpt_tracer_in_callback())          \
         ze_graph_after(XPT_ZE_FN_##name, &params, result, __builtin_return_address(0));  \
@@ -290,8 +292,6 @@ ZE_EXPORT ze_result_t zelLoaderGetVersion(zel_component_version_t *version) {
   return ZE_RESULT_SUCCESS;
 }
 
-/* For the graph: a function's name by id. */
-const char *ze_function_name(uint32_t fn);
 const char *ze_function_name(uint32_t fn) {
   return fn < XPT_ZE_FN_COUNT ? ze_function_names[fn] : NULL;
 }

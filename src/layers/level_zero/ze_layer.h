@@ -66,6 +66,8 @@ static inline bool ze_graph_fn(uint32_t fn) {
   case XPT_ZE_FN_EventCreate:
   case XPT_ZE_FN_EventDestroy:
   case XPT_ZE_FN_EventHostSynchronize:
+  case XPT_ZE_FN_EventQueryStatus:
+  case XPT_ZE_FN_EventHostReset:
   case XPT_ZE_FN_FenceHostSynchronize:
     return true;
   default:
@@ -73,7 +75,14 @@ static inline bool ze_graph_fn(uint32_t fn) {
   }
 }
 
+/* Before the call: completions of an event about to be reset or destroyed. */
+static inline bool ze_graph_before_fn(uint32_t fn) {
+  return fn == XPT_ZE_FN_EventHostReset || fn == XPT_ZE_FN_EventDestroy;
+}
+
+const char *ze_function_name(uint32_t fn);
 void ze_graph_init(void);
+void ze_graph_before(uint32_t fn, void *params);
 /* After a successful call of a graph function (params: its params struct). */
 void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *caller);
 

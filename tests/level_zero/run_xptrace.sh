@@ -1,0 +1,46 @@
+#!/bin/sh
+# `xptrace run --level-zero` end to end on ze_vadd (two queues, events
+# across them) through Debian's loader and the CPU test driver:
+#   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N [--sample]
+# The program's output is the plain run's; every API call is a slice of
+# level_zero.api (stats rows); in the trace every command's device run is
+# a slice on its queue's track (2 queues, 4 commands a round), inside the
+# run, the 4 dependencies (list order, 2 cross-queue waits of the kernel,
+# the download's wait) are flows between device slices that never end
+# before they start, and nothing was dropped; `xptrace report` shows the
+# device time per command.
+set -u
+xptrace=$1 program=$2 ptdir=$3 rounds=$4 n=$5
+shift 5
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+now() { python3 -c 'import time; print(time.monotonic_ns())'; }
+
+"$program" "$rounds" "$n" >"$out/plain" 2>&1 || fail "plain run: $(cat "$out/plain")"
+start=$(now)
+"$xptrace" run --level-zero "$@" -c stats,perfetto -o "$out/o" -- "$program" "$rounds" "$n" \
+  >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "xptrace run exited $?"; }
+end=$(now)
+cmp -s "$out/plain" "$out/stdout" || fail "output changed: $(cat "$out/stdout")"
+csv=$(ls "$out"/o/*/stats.csv | head -n 1)
+copies=$((3 * rounds))
+for row in "level_zero.api,function_with_args,zeCommandListAppendMemoryCopy,span,$copies," \
+           "level_zero.api,function_with_args,zeCommandListAppendLaunchKernel,span,$rounds," \
+           "level_zero.api,function_with_args,zeCommandQueueExecuteCommandLists,span,$copies," \
+           "level_zero.graph,task,vadd,span,$rounds," \
+           "level_zero.graph,timed,vadd,span,$rounds," \
+           "level_zero.graph,timed,zeCommandListAppendMemoryCopy,span,$copies,"; do
+  grep -q "^$row" "$csv" || { cat "$csv"; fail "no row $row"; }
+done
+command -v protoc >/dev/null 2>&1 || { echo "no protoc: trace not checked"; exit 77; }
+python3 "$ptdir/check_trace.py" proto "$ptdir/perfetto_min.proto" "$out/o/trace.perfetto-trace" \
+  --window "$start,$end" --device-min-dur 1 --device-slices $((4 * rounds)) --device-lanes 2 \
+  "--lanes=Level Zero queue=2" --device-flows 4 --edges 4 --name vadd=$((2 * rounds + 1)) \
+  >"$out/check" 2>&1 || { cat "$out/check"; fail "check_trace"; }
+cat "$out/check"
+grep -q ' dropped=0 ' "$out/check" || fail "events dropped"
+"$xptrace" report "$out/o" >"$out/report" 2>&1 || { cat "$out/report"; fail "report"; }
+grep -Eq "^vadd +Level Zero queue [0-9]+ .* $rounds " "$out/report" ||
+  { cat "$out/report"; fail "no device time of vadd in the report"; }
+exit 0
