@@ -21,6 +21,7 @@
 #define BATCHES 100
 
 static ze_command_list_handle_t list;
+static ze_context_handle_t context;
 static char src[64], dst[64];
 
 static double measure(int reps) {
@@ -50,7 +51,6 @@ static void empty_cb(ze_command_list_append_memory_copy_params_t *p, ze_result_t
 static int setup(void) {
   ze_driver_handle_t driver;
   ze_device_handle_t device;
-  ze_context_handle_t context;
   uint32_t n = 1;
   if (zeInit(0) != ZE_RESULT_SUCCESS || zeDriverGet(&n, &driver) != ZE_RESULT_SUCCESS)
     return -1;
@@ -71,22 +71,34 @@ static int child(bool layer, int reps) {
     return 77;
   }
   printf("%.3f\n", measure(reps));
-  if (!layer)
-    return 0;
+  zel_tracer_handle_t tracers[4];
+  int made = 0, rc = 0;
   zel_tracer_desc_t desc = {ZEL_STRUCTURE_TYPE_TRACER_DESC, NULL, NULL};
-  for (int t = 0; t < 4; t++) {
+  for (int t = 0; layer && t < 4; t++) {
     zel_tracer_handle_t tr;
-    if (zelTracerCreate(&desc, &tr) != ZE_RESULT_SUCCESS ||
-        zelTracerCommandListAppendMemoryCopyRegisterCallback(tr, ZEL_REGISTER_PROLOGUE,
+    if (zelTracerCreate(&desc, &tr) != ZE_RESULT_SUCCESS) {
+      rc = 1;
+      break;
+    }
+    tracers[made++] = tr;
+    if (zelTracerCommandListAppendMemoryCopyRegisterCallback(tr, ZEL_REGISTER_PROLOGUE,
                                                              empty_cb) != ZE_RESULT_SUCCESS ||
         zelTracerCommandListAppendMemoryCopyRegisterCallback(tr, ZEL_REGISTER_EPILOGUE,
                                                              empty_cb) != ZE_RESULT_SUCCESS ||
-        zelTracerSetEnabled(tr, 1) != ZE_RESULT_SUCCESS)
-      return 1;
+        zelTracerSetEnabled(tr, 1) != ZE_RESULT_SUCCESS) {
+      rc = 1;
+      break;
+    }
     if (t == 0 || t == 3)
       printf("%.3f\n", measure(reps));
   }
-  return 0;
+  for (int t = 0; t < made; t++) {
+    (void)zelTracerSetEnabled(tracers[t], 0);
+    (void)zelTracerDestroy(tracers[t]);
+  }
+  zeCommandListDestroy(list);
+  zeContextDestroy(context);
+  return rc;
 }
 
 enum { LOADER, DEBIAN, OURS };

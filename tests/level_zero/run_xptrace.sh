@@ -20,7 +20,9 @@ now() { python3 -c 'import time; print(time.monotonic_ns())'; }
 "$program" "$rounds" "$n" >"$out/plain" 2>&1 || fail "plain run: $(cat "$out/plain")"
 start=$(now)
 "$xptrace" run --level-zero "$@" -c stats,perfetto -o "$out/o" -- "$program" "$rounds" "$n" \
-  >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "xptrace run exited $?"; }
+  >"$out/stdout" 2>"$out/stderr"
+rc=$?
+[ $rc -eq 0 ] || { cat "$out/stderr"; fail "xptrace run exited $rc"; }
 end=$(now)
 cmp -s "$out/plain" "$out/stdout" || fail "output changed: $(cat "$out/stdout")"
 csv=$(ls "$out"/o/*/stats.csv | head -n 1)
