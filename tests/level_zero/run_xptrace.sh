@@ -1,14 +1,15 @@
 #!/bin/sh
 # `xptrace run --level-zero` end to end on ze_vadd (two queues, events
 # across them) through Debian's loader and the CPU test driver:
-#   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N [--sample]
+#   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N [run options...]
 # The program's output is the plain run's; every API call is a slice of
 # level_zero.api (stats rows); in the trace every command's device run is
 # a slice on its queue's track (2 queues, 4 commands a round), inside the
 # run, the 4 dependencies (list order, 2 cross-queue waits of the kernel,
 # the download's wait) are flows between device slices that never end
 # before they start, and nothing was dropped; `xptrace report` shows the
-# device time per command.
+# device time per command; with --counters, counter tracks in the same
+# trace; `xptrace avail` lists the two streams.
 set -u
 xptrace=$1 program=$2 ptdir=$3 rounds=$4 n=$5
 shift 5
@@ -42,6 +43,12 @@ python3 "$ptdir/check_trace.py" proto "$ptdir/perfetto_min.proto" "$out/o/trace.
   >"$out/check" 2>&1 || { cat "$out/check"; fail "check_trace"; }
 cat "$out/check"
 grep -q ' dropped=0 ' "$out/check" || fail "events dropped"
+case " $* " in *" --counters "*)
+  grep -Eq ' counters=[1-9]' "$out/check" || fail "no counter tracks in the one timeline";;
+esac
+"$xptrace" avail >"$out/avail" 2>&1 || fail "avail"
+grep -q '^  level_zero.api ' "$out/avail" && grep -q '^  level_zero.graph ' "$out/avail" ||
+  fail "avail does not list the level_zero streams"
 "$xptrace" report "$out/o" >"$out/report" 2>&1 || { cat "$out/report"; fail "report"; }
 grep -Eq "^vadd +Level Zero queue [0-9]+ .* $rounds " "$out/report" ||
   { cat "$out/report"; fail "no device time of vadd in the report"; }
