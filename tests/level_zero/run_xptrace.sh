@@ -1,7 +1,9 @@
 #!/bin/sh
 # `xptrace run --level-zero` end to end on ze_vadd (two queues, events
 # across them) through Debian's loader and the CPU test driver:
-#   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N [run options...]
+#   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N MODE [run options...]
+# MODE events: every command signals an event of the program's; plain:
+# two of four do not (the layer's own events time them; 3 dependencies).
 # The program's output is the plain run's; every API call is a slice of
 # level_zero.api (stats rows); in the trace every command's device run is
 # a slice on its queue's track (2 queues, 4 commands a round), inside the
@@ -11,16 +13,18 @@
 # device time per command; with --counters, counter tracks in the same
 # trace; `xptrace avail` lists the two streams.
 set -u
-xptrace=$1 program=$2 ptdir=$3 rounds=$4 n=$5
-shift 5
+xptrace=$1 program=$2 ptdir=$3 rounds=$4 n=$5 mode=$6
+shift 6
+deps=4
+[ "$mode" = plain ] && deps=3
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 now() { python3 -c 'import time; print(time.monotonic_ns())'; }
 
-"$program" "$rounds" "$n" >"$out/plain" 2>&1 || fail "plain run: $(cat "$out/plain")"
+"$program" "$rounds" "$n" "$mode" >"$out/plain" 2>&1 || fail "plain run: $(cat "$out/plain")"
 start=$(now)
-"$xptrace" run --level-zero "$@" -c stats,perfetto -o "$out/o" -- "$program" "$rounds" "$n" \
+"$xptrace" run --level-zero "$@" -c stats,perfetto -o "$out/o" -- "$program" "$rounds" "$n" "$mode" \
   >"$out/stdout" 2>"$out/stderr"
 rc=$?
 [ $rc -eq 0 ] || { cat "$out/stderr"; fail "xptrace run exited $rc"; }
@@ -39,7 +43,7 @@ done
 command -v protoc >/dev/null 2>&1 || { echo "no protoc: trace not checked"; exit 77; }
 python3 "$ptdir/check_trace.py" proto "$ptdir/perfetto_min.proto" "$out/o/trace.perfetto-trace" \
   --window "$start,$end" --device-min-dur 1 --device-slices $((4 * rounds)) --device-lanes 2 \
-  "--lanes=Level Zero queue=2" --device-flows 4 --edges 4 --name vadd=$((2 * rounds + 1)) \
+  "--lanes=Level Zero queue=2" --device-flows $deps --edges $deps --name vadd=$((2 * rounds + 1)) \
   >"$out/check" 2>&1 || { cat "$out/check"; fail "check_trace"; }
 cat "$out/check"
 grep -q ' dropped=0 ' "$out/check" || fail "events dropped"

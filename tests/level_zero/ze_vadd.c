@@ -3,9 +3,12 @@
  * up_a and up_b), the compute queue's kernel waits for both (event
  * done), and a second copy list on the copy queue waits for the kernel
  * and downloads c (event down).  Each round the lists are reset and
- * recorded again and the events reset on the host.
- *   ze_vadd [ROUNDS [N]]: prints "vadd rounds=R n=N ok" when every c[i]
- *   equals a[i] + b[i]. */
+ * recorded again and the events reset on the host.  With "plain" only
+ * what a dependency needs has an event: the upload of a (list order puts
+ * it before b's) and the download (the host waits for the queue) have
+ * none, and the kernel waits for up_b alone.
+ *   ze_vadd [ROUNDS [N [plain]]]: prints "vadd rounds=R n=N ok" when every
+ *   c[i] equals a[i] + b[i]. */
 #include <string.h>
 
 #include "ze_common.h"
@@ -13,6 +16,7 @@
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   size_t n = argc > 2 ? (size_t)atol(argv[2]) : 4096;
+  int plain = argc > 3 && !strcmp(argv[3], "plain");
   ze_env_t env;
   ze_env_open(&env);
   ze_kernel_handle_t vadd = ze_env_kernel(&env, "vadd");
@@ -52,18 +56,20 @@ int main(int argc, char **argv) {
     ZE_CHECK(zeCommandListReset(up));
     ZE_CHECK(zeCommandListReset(compute));
     ZE_CHECK(zeCommandListReset(down));
-    ZE_CHECK(zeCommandListAppendMemoryCopy(up, da, ha, bytes, ev[0], 0, NULL));
+    ZE_CHECK(zeCommandListAppendMemoryCopy(up, da, ha, bytes, plain ? NULL : ev[0], 0, NULL));
     ZE_CHECK(zeCommandListAppendMemoryCopy(up, db, hb, bytes, ev[1], 0, NULL));
     ZE_CHECK(zeCommandListClose(up));
-    ZE_CHECK(zeCommandListAppendLaunchKernel(compute, vadd, &groups, ev[2], 2, ev));
+    ZE_CHECK(zeCommandListAppendLaunchKernel(compute, vadd, &groups, ev[2], plain ? 1 : 2,
+                                             plain ? &ev[1] : ev));
     ZE_CHECK(zeCommandListClose(compute));
-    ZE_CHECK(zeCommandListAppendMemoryCopy(down, hc, dc, bytes, ev[3], 1, &ev[2]));
+    ZE_CHECK(zeCommandListAppendMemoryCopy(down, hc, dc, bytes, plain ? NULL : ev[3], 1, &ev[2]));
     ZE_CHECK(zeCommandListClose(down));
     /* The kernel's queue first: it waits for the other queue's copies. */
     ZE_CHECK(zeCommandQueueExecuteCommandLists(compute_q, 1, &compute, NULL));
     ZE_CHECK(zeCommandQueueExecuteCommandLists(copy_q, 1, &up, NULL));
     ZE_CHECK(zeCommandQueueExecuteCommandLists(copy_q, 1, &down, NULL));
-    ZE_CHECK(zeEventHostSynchronize(ev[3], UINT64_MAX));
+    if (!plain)
+      ZE_CHECK(zeEventHostSynchronize(ev[3], UINT64_MAX));
     ZE_CHECK(zeCommandQueueSynchronize(compute_q, UINT64_MAX));
     ZE_CHECK(zeCommandQueueSynchronize(copy_q, UINT64_MAX));
     for (size_t i = 0; i < n; i++)

@@ -4,8 +4,10 @@
  * when a command that signals an event has run (seen at the program's
  * next synchronization), its device time from the event's kernel
  * timestamps as an xptrace timed slice on its queue's track, plus
- * task_begin/task_end.  A command appended without a signal event is a
- * node with edges but no device slice: the layer adds no events. */
+ * task_begin/task_end.  A command appended without a signal event gets
+ * one of ours (from pools the layer makes in the list's context; the
+ * program's tracers still see its NULL), reset before each submission and
+ * returned when the list is reset or destroyed. */
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <inttypes.h>
@@ -22,6 +24,8 @@
 
 #define GRAPH_BUCKETS 1024
 #define GRAPH_TRACK_BASE 0x2e000000u /* apart from other layers' queue ids */
+#define GRAPH_POOL_EVENTS 256
+#define GRAPH_MAX_POOLS 64
 
 /* A queue, or an immediate list (its own queue). */
 typedef struct graph_track {
@@ -35,10 +39,22 @@ typedef struct graph_cmd {
   xpti_trace_event_data_t *node;
   uint64_t instance;
   ze_event_handle_t signal;
+  ze_context_handle_t internal; /* signal is ours, from this context's pools */
 } graph_cmd_t;
+
+/* Our events of one context: pools, and the events not in use. */
+typedef struct graph_context {
+  ze_context_handle_t handle;
+  ze_event_pool_handle_t pools[GRAPH_MAX_POOLS];
+  ze_event_handle_t *events; /* every one made */
+  ze_event_handle_t *free;
+  size_t npools, nevents, nfree;
+  struct graph_context *next;
+} graph_context_t;
 
 typedef struct graph_list {
   ze_command_list_handle_t handle;
+  ze_context_handle_t context;
   uint64_t last_uid; /* list order */
   graph_track_t *immediate; /* immediate lists: their track */
   graph_cmd_t *cmds;
@@ -61,6 +77,7 @@ typedef struct graph_event {
 typedef struct graph_pending {
   graph_cmd_t cmd;
   graph_track_t *track;
+  bool release; /* an immediate list's event of ours: returned once reported */
 } graph_pending_t;
 
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,6 +85,7 @@ static xpti_trace_event_data_t *graph_root;
 static graph_list_t *graph_lists[GRAPH_BUCKETS];
 static graph_queue_t *graph_queues[GRAPH_BUCKETS];
 static graph_event_t *graph_events[GRAPH_BUCKETS];
+static graph_context_t *graph_contexts;
 static graph_pending_t *graph_pending;
 static size_t graph_npending, graph_pending_cap;
 static uint64_t graph_track_ids;
@@ -133,6 +151,8 @@ static void graph_track_init(graph_track_t *t, ze_device_handle_t device, const 
     strcat(t->name, ")");
 }
 
+static void graph_list_release_locked(graph_list_t *l);
+
 static graph_list_t *graph_list_locked(ze_command_list_handle_t h, bool create) {
   graph_list_t **b = &graph_lists[graph_bucket(h)];
   for (graph_list_t *l = *b; l; l = l->next)
@@ -154,6 +174,7 @@ static void graph_list_forget_locked(ze_command_list_handle_t h) {
     if ((*p)->handle == h) {
       graph_list_t *l = *p;
       *p = l->next;
+      graph_list_release_locked(l);
       free(l->cmds);
       free(l->immediate);
       free(l);
@@ -205,6 +226,91 @@ static void graph_event_forget_locked(ze_event_handle_t h) {
     }
 }
 
+/* ---- our events ------------------------------------------------------ */
+static graph_context_t *graph_context_locked(ze_context_handle_t h, bool create) {
+  for (graph_context_t *c = graph_contexts; c; c = c->next)
+    if (c->handle == h)
+      return c;
+  if (!create)
+    return NULL;
+  graph_context_t *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->handle = h;
+  c->next = graph_contexts;
+  graph_contexts = c;
+  return c;
+}
+
+/* An event of ours, reset, or NULL (no pool could be made). */
+static ze_event_handle_t graph_event_take_locked(ze_context_handle_t ctx) {
+  graph_context_t *c = graph_context_locked(ctx, true);
+  if (!c)
+    return NULL;
+  if (!c->nfree && c->npools < GRAPH_MAX_POOLS && ze_next.EventPool.pfnCreate &&
+      ze_next.Event.pfnCreate) {
+    ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
+                               ZE_EVENT_POOL_FLAG_HOST_VISIBLE |
+                                   ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
+                               GRAPH_POOL_EVENTS};
+    ze_event_pool_handle_t pool;
+    size_t n = c->nevents + GRAPH_POOL_EVENTS;
+    ze_event_handle_t *all = realloc(c->events, n * sizeof *all);
+    if (all)
+      c->events = all;
+    ze_event_handle_t *fr = all ? realloc(c->free, n * sizeof *fr) : NULL;
+    if (fr)
+      c->free = fr;
+    if (fr && ze_next.EventPool.pfnCreate(ctx, &pd, 0, NULL, &pool) == ZE_RESULT_SUCCESS) {
+      c->pools[c->npools++] = pool;
+      for (uint32_t i = 0; i < GRAPH_POOL_EVENTS; i++) {
+        ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, i, ZE_EVENT_SCOPE_FLAG_HOST,
+                              ZE_EVENT_SCOPE_FLAG_HOST};
+        ze_event_handle_t e;
+        if (ze_next.Event.pfnCreate(pool, &ed, &e) == ZE_RESULT_SUCCESS)
+          c->events[c->nevents++] = e, c->free[c->nfree++] = e;
+      }
+    }
+  }
+  if (!c->nfree) {
+    graph_oom();
+    return NULL;
+  }
+  return c->free[--c->nfree];
+}
+
+static void graph_event_give_locked(ze_context_handle_t ctx, ze_event_handle_t e) {
+  graph_context_t *c = graph_context_locked(ctx, false);
+  if (!c || !e)
+    return;
+  if (ze_next.Event.pfnHostReset)
+    (void)ze_next.Event.pfnHostReset(e);
+  c->free[c->nfree++] = e; /* room: free holds at most every event made */
+}
+
+static void graph_pending_drop_locked(ze_event_handle_t e) {
+  for (size_t i = 0; i < graph_npending;)
+    if (graph_pending[i].cmd.signal == e)
+      graph_pending[i] = graph_pending[--graph_npending];
+    else
+      i++;
+}
+
+static void graph_harvest_locked(ze_event_handle_t only);
+
+/* A list's commands are gone (reset, destroyed): completions reported,
+ * our events back. */
+static void graph_list_release_locked(graph_list_t *l) {
+  graph_harvest_locked(NULL);
+  for (size_t k = 0; k < l->count; k++)
+    if (l->cmds[k].internal) {
+      graph_pending_drop_locked(l->cmds[k].signal);
+      graph_event_give_locked(l->cmds[k].internal, l->cmds[k].signal);
+    }
+  l->count = 0;
+  l->last_uid = 0;
+}
+
 static void graph_root_locked(void) {
   if (graph_root)
     return;
@@ -243,7 +349,7 @@ static void graph_add_metadata(xpti_trace_event_data_t *ev, const char *key, con
 }
 
 /* ---- completions ---------------------------------------------------- */
-static void graph_pending_add_locked(const graph_cmd_t *c, graph_track_t *t) {
+static void graph_pending_add_locked(const graph_cmd_t *c, graph_track_t *t, bool release) {
   if (graph_npending == graph_pending_cap) {
     size_t cap = graph_pending_cap ? 2 * graph_pending_cap : 256;
     graph_pending_t *n = realloc(graph_pending, cap * sizeof *n);
@@ -254,7 +360,7 @@ static void graph_pending_add_locked(const graph_cmd_t *c, graph_track_t *t) {
     graph_pending = n;
     graph_pending_cap = cap;
   }
-  graph_pending[graph_npending++] = (graph_pending_t){*c, t};
+  graph_pending[graph_npending++] = (graph_pending_t){*c, t, release};
 }
 
 /* Reports every pending command whose event has signalled (only those of
@@ -283,6 +389,8 @@ static void graph_harvest_locked(ze_event_handle_t only) {
       (void)xptiNotifySubscribers(ze_graph_stream, graph_timed_type, graph_root, p->cmd.node,
                                   p->cmd.instance, &slice);
     }
+    if (p->release)
+      graph_event_give_locked(p->cmd.internal, p->cmd.signal);
     graph_pending[i] = graph_pending[--graph_npending];
   }
 }
@@ -356,7 +464,9 @@ static bool graph_describe(uint32_t fn, void *params, graph_append_t *a) {
   }
 }
 
-static void graph_appended(graph_append_t *a, const void *caller) {
+/* The command was appended: its node and edges; with an event (the
+ * program's or ours, internal = its context) its completion is awaited. */
+static void graph_appended(graph_append_t *a, const void *caller, ze_context_handle_t internal) {
   char kernel_name[128];
   size_t size = sizeof kernel_name;
   if (a->kernel && ze_next.Kernel.pfnGetName &&
@@ -374,6 +484,8 @@ static void graph_appended(graph_append_t *a, const void *caller) {
       graph_root && l ? xptiMakeEvent(a->name, &payload, a->type, XPTI_ACTIVITY_ACTIVE, &instance)
                       : NULL;
   if (!node) {
+    if (internal)
+      graph_event_give_locked(internal, a->signal);
     pthread_mutex_unlock(&graph_lock);
     return;
   }
@@ -395,30 +507,48 @@ static void graph_appended(graph_append_t *a, const void *caller) {
   }
   l->last_uid = uid;
   if (a->signal) {
-    graph_event_t *e = graph_event_locked(a->signal, true);
+    graph_event_t *e = internal ? NULL : graph_event_locked(a->signal, true);
     if (e)
       e->uid = uid;
-    graph_cmd_t c = {node, instance, a->signal};
+    graph_cmd_t c = {node, instance, a->signal, internal};
     if (l->immediate) {
-      graph_pending_add_locked(&c, l->immediate);
-    } else if (l->count == l->cap) {
-      size_t cap = l->cap ? 2 * l->cap : 16;
-      graph_cmd_t *n = realloc(l->cmds, cap * sizeof *n);
-      if (n) {
-        l->cmds = n;
-        l->cap = cap;
+      graph_pending_add_locked(&c, l->immediate, internal != NULL);
+    } else {
+      if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        graph_cmd_t *n = realloc(l->cmds, cap * sizeof *n);
+        if (n)
+          l->cmds = n, l->cap = cap;
+      }
+      if (l->count < l->cap) {
         l->cmds[l->count++] = c;
       } else {
         graph_oom();
+        if (internal)
+          graph_event_give_locked(internal, a->signal);
       }
-    } else {
-      l->cmds[l->count++] = c;
     }
   }
   pthread_mutex_unlock(&graph_lock);
 }
 
-void ze_graph_before(uint32_t fn, void *params) {
+/* The slot of an append's signal event. */
+static ze_event_handle_t *graph_signal_slot(uint32_t fn, void *params) {
+  switch (fn) {
+  case XPT_ZE_FN_CommandListAppendLaunchKernel:
+    return ((ze_command_list_append_launch_kernel_params_t *)params)->phSignalEvent;
+  case XPT_ZE_FN_CommandListAppendMemoryCopy:
+    return ((ze_command_list_append_memory_copy_params_t *)params)->phSignalEvent;
+  case XPT_ZE_FN_CommandListAppendMemoryFill:
+    return ((ze_command_list_append_memory_fill_params_t *)params)->phSignalEvent;
+  case XPT_ZE_FN_CommandListAppendBarrier:
+    return ((ze_command_list_append_barrier_params_t *)params)->phSignalEvent;
+  default:
+    return NULL;
+  }
+}
+
+void ze_graph_before(uint32_t fn, void *params, ze_graph_call_t *g) {
   pthread_mutex_lock(&graph_lock);
   switch (fn) {
   case XPT_ZE_FN_EventHostReset:
@@ -427,25 +557,90 @@ void ze_graph_before(uint32_t fn, void *params) {
   case XPT_ZE_FN_EventDestroy: {
     ze_event_handle_t e = *((ze_event_destroy_params_t *)params)->phEvent;
     graph_harvest_locked(e);
-    for (size_t i = 0; i < graph_npending;) /* never signalled: gone */
-      if (graph_pending[i].cmd.signal == e)
-        graph_pending[i] = graph_pending[--graph_npending];
-      else
-        i++;
+    graph_pending_drop_locked(e); /* never signalled: gone */
     graph_event_forget_locked(e);
     break;
   }
-  default:
+  case XPT_ZE_FN_CommandListReset:
+  case XPT_ZE_FN_CommandListDestroy: {
+    /* Both params structs hold just the list. */
+    ze_command_list_handle_t h = *((ze_command_list_reset_params_t *)params)->phCommandList;
+    graph_list_t *l = graph_list_locked(h, false);
+    if (l)
+      graph_list_release_locked(l);
     break;
+  }
+  case XPT_ZE_FN_CommandQueueExecuteCommandLists: {
+    /* Our events: unsignalled again, for this run's times. */
+    ze_command_queue_execute_command_lists_params_t *p = params;
+    for (uint32_t i = 0; *p->pphCommandLists && i < *p->pnumCommandLists; i++) {
+      graph_list_t *l = graph_list_locked((*p->pphCommandLists)[i], false);
+      for (size_t k = 0; l && k < l->count; k++)
+        if (l->cmds[k].internal && ze_next.Event.pfnHostReset)
+          (void)ze_next.Event.pfnHostReset(l->cmds[k].signal);
+    }
+    break;
+  }
+  case XPT_ZE_FN_ContextDestroy: {
+    ze_context_handle_t ctx = *((ze_context_destroy_params_t *)params)->phContext;
+    graph_context_t **pc = &graph_contexts;
+    while (*pc && (*pc)->handle != ctx)
+      pc = &(*pc)->next;
+    if (!*pc)
+      break;
+    graph_harvest_locked(NULL);
+    graph_context_t *c = *pc;
+    /* Lists of the context still holding our events: the events go now. */
+    for (size_t b = 0; b < GRAPH_BUCKETS; b++)
+      for (graph_list_t *l = graph_lists[b]; l; l = l->next)
+        for (size_t k = 0; k < l->count; k++)
+          if (l->cmds[k].internal == ctx)
+            l->cmds[k].internal = NULL, l->cmds[k].signal = NULL;
+    for (size_t i = 0; i < c->nevents; i++) {
+      graph_pending_drop_locked(c->events[i]);
+      (void)ze_next.Event.pfnDestroy(c->events[i]);
+    }
+    for (size_t i = 0; i < c->npools; i++)
+      (void)ze_next.EventPool.pfnDestroy(c->pools[i]);
+    *pc = c->next;
+    free(c->events);
+    free(c->free);
+    free(c);
+    break;
+  }
+  default: {
+    ze_event_handle_t *slot = graph_signal_slot(fn, params);
+    /* Both append params structs start with the list. */
+    graph_list_t *l =
+        slot ? graph_list_locked(*((ze_command_list_close_params_t *)params)->phCommandList, false)
+             : NULL;
+    if (slot && !*slot && l && l->context && (g->internal = graph_event_take_locked(l->context))) {
+      g->slot = slot;
+      g->context = l->context;
+      *slot = g->internal;
+    }
+    break;
+  }
   }
   pthread_mutex_unlock(&graph_lock);
 }
 
-void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *caller) {
-  (void)result;
+void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *caller,
+                    ze_graph_call_t *g) {
   graph_append_t a;
+  if (result != ZE_RESULT_SUCCESS) {
+    if (g->internal) {
+      pthread_mutex_lock(&graph_lock);
+      graph_event_give_locked(g->context, g->internal);
+      pthread_mutex_unlock(&graph_lock);
+      *g->slot = NULL;
+    }
+    return;
+  }
   if (graph_describe(fn, params, &a)) {
-    graph_appended(&a, caller);
+    graph_appended(&a, caller, g->internal ? g->context : NULL);
+    if (g->internal)
+      *g->slot = NULL; /* the program's tracers see its own argument */
     return;
   }
   pthread_mutex_lock(&graph_lock);
@@ -459,20 +654,19 @@ void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *c
     ze_command_list_create_immediate_params_t *p = params;
     graph_list_forget_locked(**p->pphCommandList);
     graph_list_t *l = graph_list_locked(**p->pphCommandList, true);
-    if (l && (l->immediate = calloc(1, sizeof *l->immediate)))
-      graph_track_init(l->immediate, *p->phDevice, "immediate list");
+    if (l) {
+      l->context = *p->phContext;
+      if ((l->immediate = calloc(1, sizeof *l->immediate)))
+        graph_track_init(l->immediate, *p->phDevice, "immediate list");
+    }
     break;
   }
   case XPT_ZE_FN_CommandListCreate: {
     ze_command_list_create_params_t *p = params;
     graph_list_forget_locked(**p->pphCommandList);
-    break;
-  }
-  case XPT_ZE_FN_CommandListReset: {
-    graph_list_t *l = graph_list_locked(*((ze_command_list_reset_params_t *)params)->phCommandList,
-                                        false);
+    graph_list_t *l = graph_list_locked(**p->pphCommandList, true);
     if (l)
-      l->count = 0, l->last_uid = 0;
+      l->context = *p->phContext;
     break;
   }
   case XPT_ZE_FN_CommandListDestroy:
@@ -484,7 +678,8 @@ void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *c
     for (uint32_t i = 0; q && *p->pphCommandLists && i < *p->pnumCommandLists; i++) {
       graph_list_t *l = graph_list_locked((*p->pphCommandLists)[i], false);
       for (size_t k = 0; l && k < l->count; k++)
-        graph_pending_add_locked(&l->cmds[k], &q->track);
+        if (l->cmds[k].signal)
+          graph_pending_add_locked(&l->cmds[k], &q->track, false);
     }
     break;
   }

@@ -92,11 +92,14 @@ static inline void ze_notify(bool on, uint16_t type, xpti_function_with_args_t *
       uint64_t id = api_on ? xpt_tracer_next_correlation_id() : 0;                       \
       xpti_function_with_args_t data = {XPT_ZE_FN_##name, "ze" #name, &params, NULL, NULL}; \
       ze_notify(api_on, XPTI_TRACE_FUNCTION_WITH_ARGS_BEGIN, &data, id);                 \
-      if (graph_on && ze_graph_before_fn(XPT_ZE_FN_##name) && !xpt_tracer_in_callback())  \
-        ze_graph_before(XPT_ZE_FN_##name, &params);                                      \
+      ze_graph_call_t graph = {NULL, NULL, NULL};                                        \
+      graph_on = graph_on && !xpt_tracer_in_callback();                                  \
+      if (graph_on && ze_graph_before_fn(XPT_ZE_FN_##name))                              \
+        ze_graph_before(XPT_ZE_FN_##name, &params, &graph);                              \
       result = ze_next.table.member(ZE_ARGS(n, __VA_ARGS__));                            \
-      if (graph_on && result == ZE_RESULT_SUCCESS && !xpt_tracer_in_callback())          \
-        ze_graph_after(XPT_ZE_FN_##name, &params, result, __builtin_return_address(0));  \
+      if (graph_on)                                                                      \
+        ze_graph_after(XPT_ZE_FN_##name, &params, result, __builtin_return_address(0),   \
+                       &graph);                                                          \
       data.ret_data = &result;                                                           \
       ze_notify(api_on, XPTI_TRACE_FUNCTION_WITH_ARGS_END, &data, id);                   \
     } else {                                                                             \

@@ -69,21 +69,46 @@ static inline bool ze_graph_fn(uint32_t fn) {
   case XPT_ZE_FN_EventQueryStatus:
   case XPT_ZE_FN_EventHostReset:
   case XPT_ZE_FN_FenceHostSynchronize:
+  case XPT_ZE_FN_ContextDestroy:
     return true;
   default:
     return false;
   }
 }
 
-/* Before the call: completions of an event about to be reset or destroyed. */
+/* Functions the graph sees before the call too: appends (an event of
+ * ours in place of a NULL signal event), submissions (our events reset),
+ * and what releases events or lists (their completions first). */
 static inline bool ze_graph_before_fn(uint32_t fn) {
-  return fn == XPT_ZE_FN_EventHostReset || fn == XPT_ZE_FN_EventDestroy;
+  switch (fn) {
+  case XPT_ZE_FN_CommandListAppendBarrier:
+  case XPT_ZE_FN_CommandListAppendMemoryCopy:
+  case XPT_ZE_FN_CommandListAppendMemoryFill:
+  case XPT_ZE_FN_CommandListAppendLaunchKernel:
+  case XPT_ZE_FN_CommandQueueExecuteCommandLists:
+  case XPT_ZE_FN_CommandListReset:
+  case XPT_ZE_FN_CommandListDestroy:
+  case XPT_ZE_FN_EventHostReset:
+  case XPT_ZE_FN_EventDestroy:
+  case XPT_ZE_FN_ContextDestroy:
+    return true;
+  default:
+    return false;
+  }
 }
+
+/* What ze_graph_before changed in the arguments, undone by ze_graph_after. */
+typedef struct ze_graph_call {
+  ze_event_handle_t internal; /* ours, in place of the program's NULL */
+  ze_event_handle_t *slot;    /* the argument it went into */
+  ze_context_handle_t context;
+} ze_graph_call_t;
 
 const char *ze_function_name(uint32_t fn);
 void ze_graph_init(void);
-void ze_graph_before(uint32_t fn, void *params);
-/* After a successful call of a graph function (params: its params struct). */
-void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *caller);
+void ze_graph_before(uint32_t fn, void *params, ze_graph_call_t *g);
+/* After every call of a graph function (params: its params struct). */
+void ze_graph_after(uint32_t fn, void *params, ze_result_t result, const void *caller,
+                    ze_graph_call_t *g);
 
 #endif
