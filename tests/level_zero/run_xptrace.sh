@@ -3,7 +3,9 @@
 # across them) through Debian's loader and the CPU test driver:
 #   run_xptrace.sh XPTRACE ZE_VADD PERFETTO_DIR ROUNDS N MODE [run options...]
 # MODE events: every command signals an event of the program's; plain:
-# two of four do not (the layer's own events time them; 3 dependencies).
+# two of four do not (the layer's own events time them; 3 dependencies);
+# immediate: the four in order on an immediate list, one event (4
+# dependencies: list order, the next round's upload after the download).
 # The program's output is the plain run's; every API call is a slice of
 # level_zero.api (stats rows); in the trace every command's device run is
 # a slice on its queue's track (2 queues, 4 commands a round), inside the
@@ -15,8 +17,9 @@
 set -u
 xptrace=$1 program=$2 ptdir=$3 rounds=$4 n=$5 mode=$6
 shift 6
-deps=4
+deps=4 lanes=2 lane="Level Zero queue=2"
 [ "$mode" = plain ] && deps=3
+[ "$mode" = immediate ] && deps=4 lanes=1 lane="Level Zero immediate list=1"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -32,9 +35,11 @@ end=$(now)
 cmp -s "$out/plain" "$out/stdout" || fail "output changed: $(cat "$out/stdout")"
 csv=$(ls "$out"/o/*/stats.csv | head -n 1)
 copies=$((3 * rounds))
+submits="level_zero.api,function_with_args,zeCommandQueueExecuteCommandLists,span,$copies,"
+[ "$mode" = immediate ] && submits="level_zero.api,function_with_args,zeCommandListCreateImmediate,span,1,"
 for row in "level_zero.api,function_with_args,zeCommandListAppendMemoryCopy,span,$copies," \
            "level_zero.api,function_with_args,zeCommandListAppendLaunchKernel,span,$rounds," \
-           "level_zero.api,function_with_args,zeCommandQueueExecuteCommandLists,span,$copies," \
+           "$submits" \
            "level_zero.graph,task,vadd,span,$rounds," \
            "level_zero.graph,timed,vadd,span,$rounds," \
            "level_zero.graph,timed,zeCommandListAppendMemoryCopy,span,$copies,"; do
@@ -42,8 +47,8 @@ for row in "level_zero.api,function_with_args,zeCommandListAppendMemoryCopy,span
 done
 command -v protoc >/dev/null 2>&1 || { echo "no protoc: trace not checked"; exit 77; }
 python3 "$ptdir/check_trace.py" proto "$ptdir/perfetto_min.proto" "$out/o/trace.perfetto-trace" \
-  --window "$start,$end" --device-min-dur 1 --device-slices $((4 * rounds)) --device-lanes 2 \
-  "--lanes=Level Zero queue=2" --device-flows $deps --edges $deps --name vadd=$((2 * rounds + 1)) \
+  --window "$start,$end" --device-min-dur 1 --device-slices $((4 * rounds)) --device-lanes $lanes \
+  "--lanes=$lane" --device-flows $deps --edges $deps --name vadd=$((2 * rounds + 1)) \
   >"$out/check" 2>&1 || { cat "$out/check"; fail "check_trace"; }
 cat "$out/check"
 grep -q ' dropped=0 ' "$out/check" || fail "events dropped"
@@ -54,6 +59,6 @@ esac
 grep -q '^  level_zero.api ' "$out/avail" && grep -q '^  level_zero.graph ' "$out/avail" ||
   fail "avail does not list the level_zero streams"
 "$xptrace" report "$out/o" >"$out/report" 2>&1 || { cat "$out/report"; fail "report"; }
-grep -Eq "^vadd +Level Zero queue [0-9]+ .* $rounds " "$out/report" ||
+grep -Eq "^vadd +Level Zero (queue|immediate list) [0-9]+ .* $rounds " "$out/report" ||
   { cat "$out/report"; fail "no device time of vadd in the report"; }
 exit 0

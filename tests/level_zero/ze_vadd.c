@@ -6,7 +6,9 @@
  * recorded again and the events reset on the host.  With "plain" only
  * what a dependency needs has an event: the upload of a (list order puts
  * it before b's) and the download (the host waits for the queue) have
- * none, and the kernel waits for up_b alone.
+ * none, and the kernel waits for up_b alone.  With "immediate" the four
+ * commands go to one immediate list in order, only the download with an
+ * event (the host waits for it).
  *   ze_vadd [ROUNDS [N [plain]]]: prints "vadd rounds=R n=N ok" when every
  *   c[i] equals a[i] + b[i]. */
 #include <string.h>
@@ -17,12 +19,17 @@ int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   size_t n = argc > 2 ? (size_t)atol(argv[2]) : 4096;
   int plain = argc > 3 && !strcmp(argv[3], "plain");
+  int immediate = argc > 3 && !strcmp(argv[3], "immediate");
   ze_env_t env;
   ze_env_open(&env);
   ze_kernel_handle_t vadd = ze_env_kernel(&env, "vadd");
   ze_command_queue_handle_t copy_q = ze_env_queue(&env), compute_q = ze_env_queue(&env);
   ze_command_list_handle_t up = ze_env_list(&env), compute = ze_env_list(&env),
-                           down = ze_env_list(&env);
+                           down = ze_env_list(&env), now;
+  ze_command_queue_desc_t qd = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
+                                ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+                                ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ZE_CHECK(zeCommandListCreateImmediate(env.context, env.device, &qd, &now));
   ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL,
                              ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP,
                              4};
@@ -53,6 +60,17 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++) {
     for (size_t i = 0; i < n; i++)
       ha[i] = (float)(i + r), hb[i] = (float)(2 * i), hc[i] = -1;
+    if (immediate) {
+      ZE_CHECK(zeCommandListAppendMemoryCopy(now, da, ha, bytes, NULL, 0, NULL));
+      ZE_CHECK(zeCommandListAppendMemoryCopy(now, db, hb, bytes, NULL, 0, NULL));
+      ZE_CHECK(zeCommandListAppendLaunchKernel(now, vadd, &groups, NULL, 0, NULL));
+      ZE_CHECK(zeCommandListAppendMemoryCopy(now, hc, dc, bytes, ev[3], 0, NULL));
+      ZE_CHECK(zeEventHostSynchronize(ev[3], UINT64_MAX));
+      for (size_t i = 0; i < n; i++)
+        bad += hc[i] != ha[i] + hb[i];
+      ZE_CHECK(zeEventHostReset(ev[3]));
+      continue;
+    }
     ZE_CHECK(zeCommandListReset(up));
     ZE_CHECK(zeCommandListReset(compute));
     ZE_CHECK(zeCommandListReset(down));
@@ -83,6 +101,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 4; i++)
     ZE_CHECK(zeEventDestroy(ev[i]));
   ZE_CHECK(zeEventPoolDestroy(pool));
+  ZE_CHECK(zeCommandListDestroy(now));
   ZE_CHECK(zeCommandListDestroy(up));
   ZE_CHECK(zeCommandListDestroy(compute));
   ZE_CHECK(zeCommandListDestroy(down));
