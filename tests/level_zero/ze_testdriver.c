@@ -41,35 +41,7 @@ struct _ze_context_handle_t { int unused; };
 static struct _ze_driver_handle_t td_driver;
 static struct _ze_device_handle_t td_device;
 
-/* ---- kernels ------------------------------------------------------------ */
-typedef void (*td_kernel_fn)(void *const *args, uint64_t items);
-
-static void k_vadd(void *const *a, uint64_t n) { /* c = a + b */
-  float *c = *(float **)a[0];
-  const float *x = *(float **)a[1], *y = *(float **)a[2];
-  for (uint64_t i = 0; i < n; i++)
-    c[i] = x[i] + y[i];
-}
-static void k_scale(void *const *a, uint64_t n) { /* x *= s */
-  float *x = *(float **)a[0];
-  float s = *(float *)a[1];
-  for (uint64_t i = 0; i < n; i++)
-    x[i] *= s;
-}
-static void k_spin(void *const *a, uint64_t n) { /* busy for arg0 ns per item */
-  uint64_t ns = *(uint64_t *)a[0] * n, end = td_now() + ns;
-  while (td_now() < end) {
-  }
-}
-static void k_nop(void *const *a, uint64_t n) { (void)a, (void)n; }
-
-static const struct {
-  const char *name;
-  td_kernel_fn fn;
-  uint32_t nargs;
-} td_kernels[] = {
-    {"vadd", k_vadd, 3}, {"scale", k_scale, 2}, {"spin", k_spin, 1}, {"nop", k_nop, 0}};
-#define TD_NKERNELS (sizeof(td_kernels) / sizeof(td_kernels[0]))
+#include "ze_testdriver_kernels.h"
 
 struct _ze_module_handle_t { int unused; };
 struct _ze_module_build_log_handle_t { int unused; };
@@ -370,7 +342,8 @@ static ze_result_t td_DeviceGetMemoryProperties(ze_device_handle_t d, uint32_t *
 static ze_result_t td_DeviceGetMemoryAccessProperties(ze_device_handle_t d,
                                                       ze_device_memory_access_properties_t *p) {
   (void)d;
-  ze_memory_access_cap_flags_t all = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+  ze_memory_access_cap_flags_t all =
+      ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
   p->hostAllocCapabilities = p->deviceAllocCapabilities = all;
   p->sharedSingleDeviceAllocCapabilities = p->sharedCrossDeviceAllocCapabilities = all;
   p->sharedSystemAllocCapabilities = all;
@@ -510,7 +483,10 @@ static ze_result_t td_EventPoolCreate(ze_context_handle_t c, const ze_event_pool
   (*out)->count = desc ? desc->count : 0;
   return ZE_RESULT_SUCCESS;
 }
-static ze_result_t td_EventPoolDestroy(ze_event_pool_handle_t p) { free(p); return ZE_RESULT_SUCCESS; }
+static ze_result_t td_EventPoolDestroy(ze_event_pool_handle_t p) {
+  free(p);
+  return ZE_RESULT_SUCCESS;
+}
 static ze_result_t td_EventCreate(ze_event_pool_handle_t p, const ze_event_desc_t *desc,
                                   ze_event_handle_t *out) {
   if (!p || !desc || !out)
@@ -532,7 +508,9 @@ static ze_result_t td_EventHostSignal(ze_event_handle_t e) {
 static ze_result_t td_EventHostSynchronize(ze_event_handle_t e, uint64_t timeout) {
   return td_wait(&e->signaled, false, NULL, timeout);
 }
-static ze_result_t td_EventQueryStatus(ze_event_handle_t e) { return td_wait(&e->signaled, false, NULL, 0); }
+static ze_result_t td_EventQueryStatus(ze_event_handle_t e) {
+  return td_wait(&e->signaled, false, NULL, 0);
+}
 static ze_result_t td_EventHostReset(ze_event_handle_t e) {
   pthread_mutex_lock(&td_lock);
   e->signaled = false;
@@ -562,7 +540,9 @@ static ze_result_t td_FenceDestroy(ze_fence_handle_t f) { free(f); return ZE_RES
 static ze_result_t td_FenceHostSynchronize(ze_fence_handle_t f, uint64_t timeout) {
   return td_wait(&f->signaled, false, NULL, timeout);
 }
-static ze_result_t td_FenceQueryStatus(ze_fence_handle_t f) { return td_wait(&f->signaled, false, NULL, 0); }
+static ze_result_t td_FenceQueryStatus(ze_fence_handle_t f) {
+  return td_wait(&f->signaled, false, NULL, 0);
+}
 static ze_result_t td_FenceReset(ze_fence_handle_t f) {
   pthread_mutex_lock(&td_lock);
   f->signaled = false;
@@ -644,7 +624,10 @@ static ze_result_t td_CommandListDestroy(ze_command_list_handle_t l) {
   free(l);
   return ZE_RESULT_SUCCESS;
 }
-static ze_result_t td_CommandListClose(ze_command_list_handle_t l) { (void)l; return ZE_RESULT_SUCCESS; }
+static ze_result_t td_CommandListClose(ze_command_list_handle_t l) {
+  (void)l;
+  return ZE_RESULT_SUCCESS;
+}
 static ze_result_t td_CommandListReset(ze_command_list_handle_t l) {
   td_list_free_cmds(l);
   return ZE_RESULT_SUCCESS;
@@ -773,36 +756,25 @@ TD_TABLE(ze, Mem, ze_mem_dditable_t, t->pfnAllocShared = td_MemAllocShared;
          t->pfnAllocDevice = td_MemAllocDevice; t->pfnAllocHost = td_MemAllocHost;
          t->pfnFree = td_MemFree;)
 /* Required by the loader, left empty. */
-TD_TABLE(ze, Image, ze_image_dditable_t, )
-TD_TABLE(ze, Sampler, ze_sampler_dditable_t, )
+TD_TABLE(ze, Image, ze_image_dditable_t, ) TD_TABLE(ze, Sampler, ze_sampler_dditable_t, )
 TD_TABLE(ze, PhysicalMem, ze_physical_mem_dditable_t, )
-TD_TABLE(ze, VirtualMem, ze_virtual_mem_dditable_t, )
-TD_TABLE(zet, Device, zet_device_dditable_t, )
+TD_TABLE(ze, VirtualMem, ze_virtual_mem_dditable_t, ) TD_TABLE(zet, Device, zet_device_dditable_t, )
 TD_TABLE(zet, Context, zet_context_dditable_t, )
 TD_TABLE(zet, CommandList, zet_command_list_dditable_t, )
-TD_TABLE(zet, Module, zet_module_dditable_t, )
-TD_TABLE(zet, Kernel, zet_kernel_dditable_t, )
+TD_TABLE(zet, Module, zet_module_dditable_t, ) TD_TABLE(zet, Kernel, zet_kernel_dditable_t, )
 TD_TABLE(zet, MetricGroup, zet_metric_group_dditable_t, )
 TD_TABLE(zet, Metric, zet_metric_dditable_t, )
 TD_TABLE(zet, MetricStreamer, zet_metric_streamer_dditable_t, )
 TD_TABLE(zet, MetricQueryPool, zet_metric_query_pool_dditable_t, )
 TD_TABLE(zet, MetricQuery, zet_metric_query_dditable_t, )
-TD_TABLE(zet, Debug, zet_debug_dditable_t, )
-TD_TABLE(zet, TracerExp, zet_tracer_exp_dditable_t, )
-TD_TABLE(zes, Driver, zes_driver_dditable_t, )
-TD_TABLE(zes, Device, zes_device_dditable_t, )
+TD_TABLE(zet, Debug, zet_debug_dditable_t, ) TD_TABLE(zet, TracerExp, zet_tracer_exp_dditable_t, )
+TD_TABLE(zes, Driver, zes_driver_dditable_t, ) TD_TABLE(zes, Device, zes_device_dditable_t, )
 TD_TABLE(zes, Scheduler, zes_scheduler_dditable_t, )
 TD_TABLE(zes, PerformanceFactor, zes_performance_factor_dditable_t, )
-TD_TABLE(zes, Power, zes_power_dditable_t, )
-TD_TABLE(zes, Frequency, zes_frequency_dditable_t, )
-TD_TABLE(zes, Engine, zes_engine_dditable_t, )
-TD_TABLE(zes, Standby, zes_standby_dditable_t, )
-TD_TABLE(zes, Firmware, zes_firmware_dditable_t, )
-TD_TABLE(zes, Memory, zes_memory_dditable_t, )
+TD_TABLE(zes, Power, zes_power_dditable_t, ) TD_TABLE(zes, Frequency, zes_frequency_dditable_t, )
+TD_TABLE(zes, Engine, zes_engine_dditable_t, ) TD_TABLE(zes, Standby, zes_standby_dditable_t, )
+TD_TABLE(zes, Firmware, zes_firmware_dditable_t, ) TD_TABLE(zes, Memory, zes_memory_dditable_t, )
 TD_TABLE(zes, FabricPort, zes_fabric_port_dditable_t, )
-TD_TABLE(zes, Temperature, zes_temperature_dditable_t, )
-TD_TABLE(zes, Psu, zes_psu_dditable_t, )
-TD_TABLE(zes, Fan, zes_fan_dditable_t, )
-TD_TABLE(zes, Led, zes_led_dditable_t, )
-TD_TABLE(zes, Ras, zes_ras_dditable_t, )
-TD_TABLE(zes, Diagnostics, zes_diagnostics_dditable_t, )
+TD_TABLE(zes, Temperature, zes_temperature_dditable_t, ) TD_TABLE(zes, Psu, zes_psu_dditable_t, )
+TD_TABLE(zes, Fan, zes_fan_dditable_t, ) TD_TABLE(zes, Led, zes_led_dditable_t, )
+TD_TABLE(zes, Ras, zes_ras_dditable_t, ) TD_TABLE(zes, Diagnostics, zes_diagnostics_dditable_t, )

@@ -56,14 +56,16 @@ typedef struct tracer_data {
   _Atomic long pro, epi, unpaired, after_death;
   _Atomic bool dead;
   _Atomic ze_result_t last;
+  _Atomic long pro_not_success; /* prologues given another result than SUCCESS */
 } tracer_data_t;
 
 static _Thread_local uintptr_t call_mark;
 
 static void arg_pro(ze_kernel_set_argument_value_params_t *p, ze_result_t r, void *user,
                     void **inst) {
-  (void)r;
   tracer_data_t *d = user;
+  if (r != ZE_RESULT_SUCCESS)
+    atomic_fetch_add(&d->pro_not_success, 1);
   if (atomic_load(&d->dead))
     atomic_fetch_add(&d->after_death, 1);
   atomic_fetch_add(&d->pro, 1);
@@ -131,6 +133,7 @@ static void case_rewrite(void) {
          ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX);
   EXPECT(d.last == ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX);
   EXPECT(d.pro == 2 && d.epi == 2 && d.unpaired == 0);
+  EXPECT(d.pro_not_success == 0);
   ZE_CHECK(zeKernelDestroy(k));
   ZE_CHECK(zelTracerSetEnabled(t, 0));
   ZE_CHECK(zelTracerDestroy(t));
