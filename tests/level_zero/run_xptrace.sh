@@ -11,7 +11,8 @@
 # a slice on its queue's track (2 queues, 4 commands a round), inside the
 # run, the 4 dependencies (list order, 2 cross-queue waits of the kernel,
 # the download's wait) are flows between device slices that never end
-# before they start, and nothing was dropped; `xptrace report` shows the
+# before they start, and nothing was dropped; the 4 nodes carry their
+# call sites (ze_vadd.c:LINE, when the program has line information); `xptrace report` shows the
 # device time per command; with --counters, counter tracks in the same
 # trace; `xptrace avail` lists the two streams.
 set -u
@@ -51,6 +52,13 @@ python3 "$ptdir/check_trace.py" proto "$ptdir/perfetto_min.proto" "$out/o/trace.
   "--lanes=$lane" --device-flows $deps --edges $deps --name vadd=$((2 * rounds + 1)) \
   >"$out/check" 2>&1 || { cat "$out/check"; fail "check_trace"; }
 cat "$out/check"
+# nodes keyed by the program's call sites: file:line when it has line info
+if readelf -S "$program" 2>/dev/null | grep -q '\.debug_line'; then
+  protoc --decode=perfetto.protos.Trace -I "$ptdir" "$ptdir/perfetto_min.proto" \
+    <"$out/o/trace.perfetto-trace" >"$out/decoded" || fail "protoc"
+  sites=$(grep -o 'ze_vadd\.c:[0-9]*"' "$out/decoded" | sort -u | wc -l)
+  [ "$sites" -eq 4 ] || fail "$sites call sites of ze_vadd.c in the nodes, expected 4"
+fi
 grep -q ' dropped=0 ' "$out/check" || fail "events dropped"
 case " $* " in *" --counters "*)
   grep -Eq ' counters=[1-9]' "$out/check" || fail "no counter tracks in the one timeline";;

@@ -475,10 +475,13 @@ static void graph_appended(graph_append_t *a, const void *caller, ze_context_han
     a->name = kernel_name;
   }
   const void *site = graph_call_site(caller);
+  char file[256];
+  uint32_t line;
+  ze_site_resolve(site, file, sizeof file, &line);
   pthread_mutex_lock(&graph_lock);
   graph_root_locked();
   graph_list_t *l = graph_list_locked(a->list, true);
-  xpti_payload_t payload = xpti_payload_make(a->name, NULL, XPTI_INVALID_LINE, 0, site);
+  xpti_payload_t payload = xpti_payload_make(a->name, file[0] ? file : NULL, line, 0, site);
   uint64_t instance = 0;
   xpti_trace_event_data_t *node =
       graph_root && l ? xptiMakeEvent(a->name, &payload, a->type, XPTI_ACTIVITY_ACTIVE, &instance)

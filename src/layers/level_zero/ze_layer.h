@@ -5,6 +5,7 @@
 #include <level_zero/ze_ddi.h>
 #include <level_zero/layers/zel_tracing_register_cb.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Argument lists of ze_api.def entries: F applied to each (type, name),
@@ -105,6 +106,9 @@ typedef struct ze_graph_call {
 } ze_graph_call_t;
 
 const char *ze_function_name(uint32_t fn);
+/* file:line of a return address in the program ("" and XPTI_INVALID_LINE
+ * when unknown). */
+void ze_site_resolve(const void *address, char *file, size_t size, uint32_t *line);
 void ze_graph_init(void);
 void ze_graph_before(uint32_t fn, void *params, ze_graph_call_t *g);
 /* After every call of a graph function (params: its params struct). */
