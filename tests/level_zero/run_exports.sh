@@ -1,5 +1,5 @@
 #!/bin/sh
-# run_exports.sh OURS DEBIANS: our libze_tracing_layer.so.1 exports every C
+# run_exports.sh OURS DEBIANS [DRIVER]: our libze_tracing_layer.so.1 exports every C
 # name Debian's exports (23 table getters, zelGetTracerApiProcAddrTable,
 # zelLoaderGetVersion, 144 zelTracer<Fn>RegisterCallback) and one more,
 # zelTracerResetAllCallbacks; nothing else (no C++ names, no API entry).
@@ -13,3 +13,12 @@ n=$(wc -l <"$tmp/debians")
 echo zelTracerResetAllCallbacks | cat - "$tmp/debians" | sort >"$tmp/want"
 diff -u "$tmp/want" "$tmp/ours" || { echo "FAIL: exports differ"; exit 1; }
 echo "exports: Debian's 169 C names and zelTracerResetAllCallbacks"
+# The test driver (third argument): the 46 table getters and nothing else.
+if [ -n "${3:-}" ]; then
+  nm -D --defined-only "$3" | awk '{print $3}' | sort >"$tmp/driver"
+  n=$(grep -c '^ze[st]\{0,1\}Get[A-Za-z]*ProcAddrTable$' "$tmp/driver")
+  all=$(wc -l <"$tmp/driver")
+  [ "$n" -eq 46 ] && [ "$all" -eq 46 ] ||
+    { cat "$tmp/driver"; echo "FAIL: the driver exports $all names, $n getters; expected 46"; exit 1; }
+  echo "driver exports: 46 table getters"
+fi
