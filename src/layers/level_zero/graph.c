@@ -102,7 +102,12 @@ static uintptr_t graph_base_of(const void *address) {
 
 void ze_graph_init(void) {
   graph_skip_bases[0] = graph_base_of((const void *)ze_graph_init);
-  graph_skip_bases[1] = graph_base_of(dlsym(RTLD_DEFAULT, "zeCommandListAppendMemoryCopy"));
+  /* The loader, also when the program dlopened it (not in the global scope). */
+  void *loader = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
+  graph_skip_bases[1] = graph_base_of(loader ? dlsym(loader, "zeCommandListAppendMemoryCopy")
+                                             : dlsym(RTLD_DEFAULT, "zeCommandListAppendMemoryCopy"));
+  if (loader)
+    dlclose(loader);
   graph_skip_bases[2] = graph_base_of(dlsym(RTLD_DEFAULT, "backtrace"));
   graph_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
 }
