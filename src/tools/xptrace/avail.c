@@ -64,6 +64,8 @@ int cmd_avail(int argc, char **argv) {
       {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
       {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},
       {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
+      {"ZE_ENABLE_TRACING_LAYER", "unset (run --level-zero: 1, with <lib>/level_zero first in "
+                                  "LD_LIBRARY_PATH)"},
       {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
       {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
       {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
@@ -128,6 +130,9 @@ int cmd_avail(int argc, char **argv) {
   printf("\nStreams of xptrace's producers (run --streams):\n");
   printf("  %-26s %s\n", "opencl.api", "OpenCL API calls (run --opencl)");
   printf("  %-26s %s\n", "opencl.graph", "OpenCL task graph and device work (run --opencl)");
+  printf("  %-26s %s\n", "level_zero.api", "Level Zero API calls (run --level-zero)");
+  printf("  %-26s %s\n", "level_zero.graph",
+         "Level Zero task graph and device work (run --level-zero)");
   printf("\n");
   counters_avail(stdout);
   return 0;

@@ -35,6 +35,9 @@ static const char usage_run[] =
     "      --buffer-policy P    flush (default: write full buffers) or ring (keep newest)\n"
     "      --streams LIST       record only these streams (comma list; shell patterns)\n"
     "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
+    "      --level-zero         trace Level Zero calls (the loader's tracing layer, ours:\n"
+    "                           ZE_ENABLE_TRACING_LAYER=1, <lib>/level_zero first in\n"
+    "                           LD_LIBRARY_PATH)\n"
     "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
     "                           the XPTRACE_SAMPLE_* variables)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
@@ -65,6 +68,7 @@ typedef struct run_options {
   const char *buffer_policy;
   const char *streams;
   bool opencl;
+  bool level_zero;
   bool verbose;
   bool functions;
   const char *fn_select, *fn_exclude, *fn_depth, *fn_min_duration;
@@ -308,7 +312,7 @@ int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
          OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
-         OPT_MPI };
+         OPT_MPI, OPT_LEVEL_ZERO };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -318,6 +322,7 @@ int cmd_run(int argc, char **argv) {
       {"buffer-policy", required_argument, NULL, OPT_BUFFER_POLICY},
       {"streams", required_argument, NULL, OPT_STREAMS},
       {"opencl", no_argument, NULL, OPT_OPENCL},
+      {"level-zero", no_argument, NULL, OPT_LEVEL_ZERO},
       {"sample", no_argument, NULL, OPT_SAMPLE},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"functions", optional_argument, NULL, OPT_FUNCTIONS},
@@ -349,6 +354,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_BUFFER_POLICY: o.buffer_policy = optarg; break;
     case OPT_STREAMS: o.streams = optarg; break;
     case OPT_OPENCL: o.opencl = true; break;
+    case OPT_LEVEL_ZERO: o.level_zero = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_PERIODS: periods = optarg; break;
     case OPT_FUNCTIONS:
@@ -420,6 +426,15 @@ int cmd_run(int argc, char **argv) {
     lib_path("libxptrace_opencl.so", layer, sizeof layer);
     if (access(layer, R_OK) != 0)
       return usage_error(usage_run, "OpenCL layer not installed: %s: %s", layer,
+                         strerror(errno));
+  }
+  char ze_dir[PATH_MAX + 64] = "";
+  if (o.level_zero) {
+    char ze_layer[PATH_MAX + 64];
+    lib_path("level_zero", ze_dir, sizeof ze_dir);
+    lib_path("level_zero/libze_tracing_layer.so.1", ze_layer, sizeof ze_layer);
+    if (access(ze_layer, R_OK) != 0)
+      return usage_error(usage_run, "Level Zero layer not installed: %s: %s", ze_layer,
                          strerror(errno));
   }
   char sampler[PATH_MAX + 64];
@@ -504,6 +519,17 @@ int cmd_run(int argc, char **argv) {
     } else {
       set_env(o.verbose, "OPENCL_LAYERS", layer);
     }
+  }
+  if (o.level_zero) { /* the loader dlopens libze_tracing_layer.so.1 by name: ours first */
+    const char *paths = getenv("LD_LIBRARY_PATH");
+    size_t n = (paths ? strlen(paths) : 0) + strlen(ze_dir) + 2;
+    char *joined = malloc(n);
+    if (!joined)
+      return 1;
+    snprintf(joined, n, "%s%s%s", ze_dir, paths && *paths ? ":" : "", paths ? paths : "");
+    set_env(o.verbose, "LD_LIBRARY_PATH", joined);
+    free(joined);
+    set_env(o.verbose, "ZE_ENABLE_TRACING_LAYER", "1");
   }
   if (mpi) { /* preloaded after what the user preloads: theirs come first */
     const char *preload = getenv("LD_PRELOAD");
