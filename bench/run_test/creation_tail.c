@@ -106,5 +106,9 @@ int main(int argc, char **argv) {
   report("2 threads, after (thread b)", &runs[3]);
   puts("(p90, p99, max: multiples of the median; stalls: creations over 50x the median,\n"
        " share: their part of all creation time in the row)");
+  for (int s = 0; s < 4; s++) {
+    free(runs[s].names);
+    free(runs[s].cost);
+  }
   return 0;
 }
