@@ -2,12 +2,15 @@
  * device work, counters, processes, threads), read back from its output
  * folder or trace without running anything again.  See docs/report.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "report_export.h"
 #include "report_load.h"
 #include "report_table.h"
 #include "xpt_slices.h"
@@ -27,7 +30,10 @@ static const char usage_report[] =
     "  --depth N        --tree: N levels (default all)\n"
     "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
     "                   ratio = b / a\n"
-    "  --format text|csv|json  (default text)\n"
+    "  --format text|csv|json|pprof  (default text); pprof: a gzipped profile.proto of\n"
+    "                   the samples, else of the function calls (go tool pprof reads it)\n"
+    "  --freq HZ        pprof: the run's sampling rate, for CPU time (default 100)\n"
+    "  -o, --output FILE  write there (created, never overwritten) instead of stdout\n"
     "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
 
 static int parse_count(const char *s, long min, long *out) {
@@ -49,6 +55,43 @@ static int load(struct rp_model *m, const char *path, const struct rp_select *se
   return rc;
 }
 
+/* -o FILE: created, never an existing file overwritten. */
+static int create_output(const char *file) {
+  int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0)
+    fprintf(stderr, "xptrace: report: cannot create %s: %s\n", file, strerror(errno));
+  return fd;
+}
+
+static int export_pprof(const struct rp_model *m, const struct rp_select *sel, double hz,
+                        const char *output, const char *path, int status) {
+  int fd = output ? create_output(output) : STDOUT_FILENO;
+  if (fd < 0)
+    return 1;
+  int err = rp_pprof_write(m, sel, (uint64_t)(1e9 / hz + 0.5), fd);
+  if (output && close(fd) != 0 && !err)
+    err = errno;
+  if (err == ENODATA) {
+    fprintf(stderr, "xptrace: report: %s has no samples and no slices on threads%s: no profile\n",
+            path, sel->have_regex || sel->pid >= 0 || sel->tid >= 0 ? " selected" : "");
+    if (output)
+      unlink(output);
+    return 1;
+  }
+  if (err) {
+    fprintf(stderr, "xptrace: report: cannot write the pprof profile%s%s: %s\n",
+            output ? " " : "", output ? output : "",
+            err == ENOSYS ? "this xptrace was built without zlib" : strerror(err));
+    if (output)
+      unlink(output);
+    return 1;
+  }
+  if (output)
+    fprintf(stderr, "xptrace report: pprof profile in %s (go tool pprof -top %s)\n", output,
+            output);
+  return status;
+}
+
 int cmd_report(int argc, char **argv) {
   static const struct option longopts[] = {
       {"top", required_argument, NULL, 'n'},   {"sort", required_argument, NULL, 's'},
@@ -56,14 +99,16 @@ int cmd_report(int argc, char **argv) {
       {"tid", required_argument, NULL, 't'},   {"tree", no_argument, NULL, 'T'},
       {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
       {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+      {"output", required_argument, NULL, 'o'}, {"freq", required_argument, NULL, 'Q'},
       {NULL, 0, NULL, 0}};
   struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
-  const char *other = NULL, *filter = NULL;
+  const char *other = NULL, *filter = NULL, *output = NULL;
+  double hz = 100; /* xptrace sample's default rate */
   long v;
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
     switch (c) {
     case 'n':
       if (parse_count(optarg, 0, &v))
@@ -119,9 +164,23 @@ int cmd_report(int argc, char **argv) {
         o.format = RP_FMT_CSV;
       else if (!strcmp(optarg, "json"))
         o.format = RP_FMT_JSON;
+      else if (!strcmp(optarg, "pprof"))
+        o.format = RP_FMT_PPROF;
       else
-        return usage_error(usage_report, "unknown format '%s' (known: text, csv, json)", optarg);
+        return usage_error(usage_report, "unknown format '%s' (known: text, csv, json, pprof)",
+                           optarg);
       break;
+    case 'o':
+      output = optarg;
+      break;
+    case 'Q': {
+      char *end;
+      errno = 0;
+      hz = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(hz > 0 && hz <= 1e6))
+        return usage_error(usage_report, "--freq wants a rate in Hz, not '%s'", optarg);
+      break;
+    }
     case 'h':
       fputs(usage_report, stdout);
       return 0;
@@ -138,6 +197,10 @@ int cmd_report(int argc, char **argv) {
                        argv[optind + 1]);
   if (o.tree && other)
     return usage_error(usage_report, "--tree and --diff do not go together");
+  if (o.format == RP_FMT_PPROF && (other || o.tree))
+    return usage_error(usage_report, "--format pprof is of one run, without --diff or --tree");
+  if (o.format == RP_FMT_PPROF && !output && isatty(STDOUT_FILENO))
+    return usage_error(usage_report, "a pprof profile is binary: -o FILE, or redirect stdout");
   if (filter) {
     int err = regcomp(&o.sel.regex, filter, REG_EXTENDED | REG_NOSUB);
     if (err) {
@@ -156,6 +219,27 @@ int cmd_report(int argc, char **argv) {
     status = 1;
   if (other && load(&b, other, &o.sel) < 0)
     status = 1;
+  if (o.format == RP_FMT_PPROF) {
+    status = export_pprof(&a, &o.sel, hz, output, path, status);
+    rp_model_free(&a);
+    if (o.sel.have_regex)
+      regfree(&o.sel.regex);
+    return status;
+  }
+  FILE *out = stdout;
+  if (output) {
+    int fd = create_output(output);
+    out = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!out) {
+      if (fd >= 0)
+        close(fd);
+      rp_model_free(&a);
+      rp_model_free(&b);
+      if (o.sel.have_regex)
+        regfree(&o.sel.regex);
+      return 1;
+    }
+  }
   struct rp_table tables[RP_TABLES_MAX];
   size_t n;
   if (other)
@@ -172,8 +256,8 @@ int cmd_report(int argc, char **argv) {
       status = 1;
     }
   }
-  rp_print(stdout, tables, n, &o, path, other);
-  if (fflush(stdout) != 0 && status == 0) {
+  rp_print(out, tables, n, &o, path, other);
+  if ((fflush(out) != 0 || (out != stdout && fclose(out) != 0)) && status == 0) {
     fprintf(stderr, "xptrace: report: cannot write the report: %s\n", strerror(errno));
     status = 1;
   }

@@ -327,5 +327,8 @@ void rp_print(FILE *out, struct rp_table *tables, size_t n, const struct rp_opti
     }
     fputs("\n}\n", out);
     break;
+  case RP_FMT_PPROF: /* written by report_pprof.c, report_svg.c */
+  case RP_FMT_SVG:
+    break;
   }
 }

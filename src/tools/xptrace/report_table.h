@@ -38,7 +38,7 @@ struct rp_table {
   char note[160];        /* a line after the table (text), e.g. totals */
 };
 
-enum rp_format { RP_FMT_TEXT, RP_FMT_CSV, RP_FMT_JSON };
+enum rp_format { RP_FMT_TEXT, RP_FMT_CSV, RP_FMT_JSON, RP_FMT_PPROF, RP_FMT_SVG };
 struct rp_options {
   enum rp_format format;
   size_t top;       /* rows per table, 0 = all */

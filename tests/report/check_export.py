@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Tests of `xptrace report`'s exports, read back by other tools.
+
+  check_export.py XPTRACE SRC_DIR OUT_DIR CASE [PROGRAM]
+
+Fixtures are generated here as text and encoded with `protoc` through
+report_fixture.proto, with answers known by construction:
+  shares  one thread, 100 samples: main;work;spin_40 x40, main;work;spin_30
+          x30, main;spin_20 x20, main;spin_10 x10 (spin_10 in libfix.so)
+  calls   nested slices of one thread (times in us):
+            main [0,100]: a x3 (20 each, two b of 5 inside each),
+                          c [70,90] (one b [75,80] inside)
+          so: main 1 call, total 100, self 20; main;a 3, 60, 30;
+          main;a;b 6, 30, 30; main;c 1, 20, 15; main;c;b 1, 5, 5.
+Cases:
+  pprof_shares  go tool pprof -top shows 40/30/20/10 % flat, 70 % cum for
+                work, 100 % for main; -traces shows the four stacks; the
+                sample total is 100 x 10 ms (the default --freq 100)
+  pprof_calls   -top: flat (self) a 30us, b 35us, main 20us, c 15us; cum
+                main 100us, a 60us; -sample_index=calls: b 7, a 3
+  pprof_real    PROGRAM (tests/sampler/sampler_work.c) under `xptrace
+                sample`: pprof's flat counts equal samples.folded's, to
+                the sample; the spin_* frames carry sampler_work.c and a
+                line; the shares are 40/30/20/10 within 6 points
+  pprof_usage   no samples and no slices, a binary on a terminal, --diff
+Exit 77 (skipped) with one line when go (Debian's golang-go) is missing."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+XPTRACE, SRC, OUT, CASE = sys.argv[1:5]
+PROGRAM = sys.argv[5] if len(sys.argv) > 5 else None
+
+
+def fail(msg):
+    print("check_export: FAIL: " + msg)
+    sys.exit(1)
+
+
+def encode(text, dest):
+    r = subprocess.run(["protoc", "--encode=xptrace_fixture.Trace", "-I", SRC,
+                        os.path.join(SRC, "report_fixture.proto")],
+                       input=text.encode(), stdout=subprocess.PIPE)
+    if r.returncode != 0:
+        fail("protoc could not encode " + dest)
+    with open(dest, "wb") as f:
+        f.write(r.stdout)
+
+
+def pkt(ts, body, seq=1):
+    return ("packet { timestamp: %d timestamp_clock_id: 3 trusted_packet_sequence_id: %d %s }\n"
+            % (ts, seq, body))
+
+
+HEAD = ('packet { trusted_packet_sequence_id: 1 track_descriptor { uuid: 1000 '
+        'process { pid: 100 process_name: "fix" } } }\n'
+        'packet { trusted_packet_sequence_id: 1 track_descriptor { uuid: 1001 parent_uuid: 1000 '
+        'thread { pid: 100 tid: 100 thread_name: "fix" } } }\n')
+
+
+def shares_fixture():
+    names = ["main", "work", "spin_40", "spin_30", "spin_20", "spin_10"]
+    text = HEAD + "packet { trusted_packet_sequence_id: 1 sequence_flags: 1 interned_data {\n"
+    for i, n in enumerate(names):
+        text += '  function_names { iid: %d str: "%s" }\n' % (i + 1, n)
+    text += ('  mapping_paths { iid: 1 str: "opt" } mapping_paths { iid: 2 str: "libfix.so" }\n'
+             '  mappings { iid: 1 path_string_ids: 1 path_string_ids: 2 }\n')
+    for i in range(len(names)):
+        text += "  frames { iid: %d function_name_id: %d%s }\n" % (
+            i + 1, i + 1, " mapping_id: 1 rel_pc: 4096" if names[i] == "spin_10" else "")
+    stacks = [[1, 2, 3], [1, 2, 4], [1, 5], [1, 6]]  # outermost first
+    for i, st in enumerate(stacks):
+        text += "  callstacks { iid: %d %s }\n" % (
+            i + 1, " ".join("frame_ids: %d" % f for f in st))
+    text += "} }\n"
+    ts = 1000
+    for stack, count in zip(range(1, 5), [40, 30, 20, 10]):
+        for _ in range(count):
+            ts += 10000000
+            text += pkt(ts, "perf_sample { pid: 100 tid: 100 callstack_iid: %d }" % stack)
+    return text
+
+
+def calls_fixture():
+    ev = []  # (us, 'B'/'E', name)
+
+    def call(name, t0, t1, inner=()):
+        ev.append((t0, "B", name))
+        for a, b, n, sub in inner:
+            call(n, a, b, sub)
+        ev.append((t1, "E", name))
+    a_calls = [(1 + 20 * k, 21 + 20 * k, "a",
+                [(3 + 20 * k, 8 + 20 * k, "b", ()), (10 + 20 * k, 15 + 20 * k, "b", ())])
+               for k in range(3)]
+    call("main", 0, 100, a_calls + [(70, 90, "c", [(75, 80, "b", ())])])
+    text = HEAD
+    for t, kind, name in ev:
+        if kind == "B":
+            body = ('track_event { type: 1 track_uuid: 1001 name: "%s" categories: "functions" }'
+                    % name)
+        else:
+            body = "track_event { type: 2 track_uuid: 1001 }"
+        text += pkt(1000000 + t * 1000, body)
+    return text
+
+
+def run(cmd, status=0, **kw):
+    r = subprocess.run(cmd, cwd=OUT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    if r.returncode != status:
+        fail("%s: exit %d, not %d; stderr: %s" % (" ".join(cmd), r.returncode, status,
+                                                   r.stderr.decode()))
+    return r.stdout.decode(), r.stderr.decode()
+
+
+def pprof(args):
+    env = dict(os.environ, HOME=OUT, PPROF_TMPDIR=OUT)
+    out, _ = run(["go", "tool", "pprof", "-symbolize=none"] + args, env=env)
+    return out
+
+
+def top_rows(text):
+    """-top rows: {function: (flat, flat%, cum, cum%)} as strings."""
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[1].endswith("%") and f[4].endswith("%"):
+            rows[f[5]] = (f[0], float(f[1][:-1]), f[3], float(f[4][:-1]))
+    return rows
+
+
+def trace_stacks(traces):
+    """-traces: [(value, (innermost, ..., outermost))], labels left out."""
+    stacks = []
+    for block in traces.split("-----------+")[1:]:
+        lines = [ln.split() for ln in block.splitlines()[1:] if ln.strip()]
+        lines = [ln for ln in lines if ln and not ln[0].endswith(":")]
+        if lines:
+            stacks.append((lines[0][0], tuple(ln[-1] for ln in lines)))
+    return stacks
+
+
+def export(trace, name, extra=()):
+    dest = os.path.join(OUT, name)
+    if os.path.exists(dest):
+        os.unlink(dest)
+    _, err = run([XPTRACE, "report", "--format", "pprof", "-o", name] + list(extra) + [trace])
+    if name not in err or "go tool pprof" not in err:
+        fail("the profile's path and the command to read it are not named: " + err)
+    with open(dest, "rb") as f:
+        if f.read(2) != b"\x1f\x8b":
+            fail(name + " is not gzipped")
+    return name
+
+
+def case_pprof_shares():
+    encode(shares_fixture(), os.path.join(OUT, "shares.perfetto-trace"))
+    prof = export("shares.perfetto-trace", "shares.pb.gz")
+    top = pprof(["-top", prof])
+    rows = top_rows(top)
+    want = {"spin_40": 40, "spin_30": 30, "spin_20": 20, "spin_10": 10}
+    for fn, share in want.items():
+        if fn not in rows or abs(rows[fn][1] - share) > 0.01 or abs(rows[fn][3] - share) > 0.01:
+            fail("%s: flat/cum %% not %d: %s\n%s" % (fn, share, rows.get(fn), top))
+    if rows.get("work", (0, 0, 0, 0))[1:4:2] != (0.0, 70.0) or rows["main"][3] != 100.0:
+        fail("work should be 0 %% flat, 70 %% cum, main 100 %% cum:\n" + top)
+    if "Total samples = 1s" not in top and "Total samples = 1000ms" not in top:
+        fail("100 samples at the default 100 Hz are 1 s of CPU:\n" + top)
+    traces = pprof(["-traces", prof])
+    stacks = trace_stacks(traces)
+    want_stacks = {("400ms", ("spin_40", "work", "main")), ("300ms", ("spin_30", "work", "main")),
+                   ("200ms", ("spin_20", "main")), ("100ms", ("spin_10", "main"))}
+    if set(stacks) != want_stacks:
+        fail("-traces: %s, not %s\n%s" % (sorted(stacks), sorted(want_stacks), traces))
+    raw = pprof(["-raw", prof])
+    if not re.search(r"/opt/libfix.so", raw):
+        fail("the mapping of spin_10 (/opt/libfix.so) is missing:\n" + raw)
+    # a faster run: --freq scales the CPU time, not the shares
+    prof = export("shares.perfetto-trace", "shares1k.pb.gz", ["--freq", "1000"])
+    top = pprof(["-top", prof])
+    if "Total samples = 100ms" not in top or top_rows(top)["spin_40"][1] != 40.0:
+        fail("--freq 1000: 100 samples are 100 ms:\n" + top)
+
+
+def case_pprof_calls():
+    encode(calls_fixture(), os.path.join(OUT, "calls.perfetto-trace"))
+    prof = export("calls.perfetto-trace", "calls.pb.gz")
+    top = pprof(["-top", "-unit=us", prof])
+    rows = top_rows(top)
+    want = {"a": ("30us", "60us"), "b": ("35us", "35us"), "main": ("20us", "100us"),
+            "c": ("15us", "20us")}
+    for fn, (flat, cum) in want.items():
+        if fn not in rows or (rows[fn][0], rows[fn][2]) != (flat, cum):
+            fail("%s: flat, cum %s, not %s\n%s" % (fn, rows.get(fn), (flat, cum), top))
+    top = pprof(["-top", "-sample_index=calls", prof])
+    rows = top_rows(top)
+    for fn, calls in {"b": "7", "a": "3", "main": "1", "c": "1"}.items():
+        if fn not in rows or rows[fn][0] != calls:
+            fail("%s: %s calls, not %s\n%s" % (fn, rows.get(fn), calls, top))
+    traces = pprof(["-traces", prof])
+    want = [("20us", ("main",)), ("30us", ("a", "main")), ("30us", ("b", "a", "main")),
+            ("15us", ("c", "main")), ("5us", ("b", "c", "main"))]
+    if sorted(trace_stacks(traces)) != sorted(want):
+        fail("-traces: the five call paths with their self time expected\n" + traces)
+
+
+def folded_counts(path):
+    self_counts = {}
+    for line in open(path):
+        stack, n = line.rsplit(" ", 1)
+        leaf = stack.split(";")[-1]
+        self_counts[leaf] = self_counts.get(leaf, 0) + int(n)
+    return self_counts
+
+
+def case_pprof_real():
+    run_dir = os.path.join(OUT, "real")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run([XPTRACE, "sample", "-f", "500", "-o", run_dir, "--", PROGRAM, "split", "4"])
+    counts = folded_counts(os.path.join(run_dir, "samples.folded"))
+    total = sum(counts.values())
+    if total < 100:
+        fail("too few samples to compare: %d" % total)
+    prof = export("real", "real.pb.gz", ["--freq", "500"])
+    top = pprof(["-top", "-unit=ms", prof])
+    rows = top_rows(top)
+    for fn, n in counts.items():
+        key = fn.split(" ")[0]
+        if key not in rows or rows[key][0] != "%gms" % (n * 2):
+            fail("%s: %d samples in samples.folded, pprof says %s\n%s" %
+                 (fn, n, rows.get(key), top))
+    for fn, share in {"spin_40": 40, "spin_30": 30, "spin_20": 20, "spin_10": 10}.items():
+        if abs(rows[fn][1] - share) > 6:
+            fail("%s: %.1f %%, not %d %% within 6 points\n%s" % (fn, rows[fn][1], share, top))
+    listing = pprof(["-raw", prof])
+    if not re.search(r"spin_40 \S*sampler_work\.c:\d+", listing):
+        fail("spin_40 has no file and line:\n" + listing)
+    notes = subprocess.run(["readelf", "-n", PROGRAM], stdout=subprocess.PIPE).stdout.decode()
+    bid = re.search(r"Build ID: ([0-9a-f]+)", notes)
+    if bid and not re.search(re.escape(PROGRAM) + r" " + bid.group(1), listing):
+        fail("the mapping of %s lacks its build id %s:\n%s" % (PROGRAM, bid.group(1), listing))
+    print("pprof_real: %d samples; shares %s" %
+          (total, {k: rows[k][1] for k in ("spin_40", "spin_30", "spin_20", "spin_10")}))
+
+
+def case_pprof_usage():
+    encode(HEAD, os.path.join(OUT, "empty.perfetto-trace"))
+    if os.path.exists(os.path.join(OUT, "e.pb.gz")):
+        os.unlink(os.path.join(OUT, "e.pb.gz"))
+    _, err = run([XPTRACE, "report", "--format", "pprof", "-o", "e.pb.gz",
+                  "empty.perfetto-trace"], status=1)
+    if err.count("\n") != 1 or "no samples" not in err or os.path.exists(
+            os.path.join(OUT, "e.pb.gz")):
+        fail("a trace with nothing to profile: one line, no file: " + err)
+    encode(calls_fixture(), os.path.join(OUT, "calls.perfetto-trace"))
+    _, err = run([XPTRACE, "report", "--format", "pprof", "--diff", "calls.perfetto-trace",
+                  "calls.perfetto-trace"], status=2)
+    if not err.startswith("xptrace: --format pprof"):
+        fail("--diff with pprof: " + err)
+    open(os.path.join(OUT, "exists.pb.gz"), "w").close()
+    _, err = run([XPTRACE, "report", "--format", "pprof", "-o", "exists.pb.gz",
+                  "calls.perfetto-trace"], status=1)
+    if "exists.pb.gz" not in err or os.path.getsize(os.path.join(OUT, "exists.pb.gz")):
+        fail("an existing file is not overwritten: " + err)
+
+
+os.makedirs(OUT, exist_ok=True)
+if CASE.startswith("pprof") and CASE != "pprof_usage" and not shutil.which("go"):
+    print("check_export: SKIP: go is not installed (Debian's golang-go reads pprof profiles)")
+    sys.exit(77)
+globals()["case_" + CASE]()
+print("check_export: %s ok" % CASE)
