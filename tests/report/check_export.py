@@ -23,9 +23,22 @@ Cases:
                 the sample; the spin_* frames carry sampler_work.c and a
                 line; the shares are 40/30/20/10 within 6 points
   pprof_usage   no samples and no slices, a binary on a terminal, --diff
-Exit 77 (skipped) with one line when go (Debian's golang-go) is missing."""
+  svg_shares    report --format svg of "shares" and "calls": every frame of
+                the SVG (depth, name, value, x, width) is the one the stacks
+                give (children left to right by name, width = value / total
+                x 1200 px), nothing else
+  svg_real      PROGRAM under `xptrace sample`: samples.svg is written beside
+                samples.folded and named on stderr; its frames are those of
+                samples.folded's counts
+  svg_browser   headless Chromium opens the SVG and runs its script:
+                ?s=spin_[34] reports "Matched: 70.00%", ?z=work zooms work
+                to the full width (spin_40 to 40/70 of it), hides spin_20
+                and keeps main, below it, full width
+Exit 77 (skipped) with one line when go (Debian's golang-go) or Chromium
+is missing."""
 import os
 import re
+import xml.etree.ElementTree as ET
 import shutil
 import subprocess
 import sys
@@ -263,6 +276,131 @@ def case_pprof_usage():
                   "calls.perfetto-trace"], status=1)
     if "exists.pb.gz" not in err or os.path.getsize(os.path.join(OUT, "exists.pb.gz")):
         fail("an existing file is not overwritten: " + err)
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_frames(text):
+    """{(depth, name, value, x, width)} of the SVG's frames."""
+    root = ET.fromstring(text)
+    out = set()
+    for g in root.iter(SVG + "g"):
+        if g.get("class") != "fr":
+            continue
+        r = g.find(SVG + "rect")
+        out.add((int(g.get("data-d")), g.get("data-n"), int(g.get("data-v")),
+                 round(float(r.get("x")), 2), round(float(r.get("width")), 2)))
+    return out
+
+
+def expected_frames(stacks):
+    """The frames of [(frames root first, value)]: as drawn, 1200 px wide
+    from x = 10, children left to right by name."""
+    tree = {}
+    total = 0
+    for frames, v in stacks:
+        total += v
+        node = tree
+        for f in frames:
+            node = node.setdefault(f, [0, {}])
+            node[0] += v
+            node = node[1]
+    out = {(0, "all", total, 10.0, 1200.0)}
+
+    def walk(node, depth, x):
+        for name in sorted(node, key=lambda n: n.encode()):
+            v, kids = node[name]
+            w = v * 1200.0 / total
+            out.add((depth, name, v, round(x, 2), round(w, 2)))
+            walk(kids, depth + 1, x)
+            x += w
+    walk(tree, 1, 10.0)
+    return out
+
+
+def same_frames(got, want, what):
+    def close(a, b):
+        return a[:3] == b[:3] and abs(a[3] - b[3]) < 0.02 and abs(a[4] - b[4]) < 0.02
+    missing = [w for w in want if not any(close(g, w) for g in got)]
+    extra = [g for g in got if not any(close(g, w) for w in want)]
+    if missing or extra:
+        fail("%s: frames missing %s, unexpected %s" % (what, sorted(missing), sorted(extra)))
+
+
+SHARES_STACKS = [(["main", "work", "spin_40"], 40), (["main", "work", "spin_30"], 30),
+                 (["main", "spin_20"], 20), (["main", "spin_10"], 10)]
+CALLS_STACKS = [(["main"], 20000), (["main", "a"], 30000), (["main", "a", "b"], 30000),
+                (["main", "c"], 15000), (["main", "c", "b"], 5000)]
+
+
+def case_svg_shares():
+    encode(shares_fixture(), os.path.join(OUT, "shares.perfetto-trace"))
+    encode(calls_fixture(), os.path.join(OUT, "calls.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "--format", "svg", "shares.perfetto-trace"])
+    same_frames(svg_frames(out), expected_frames(SHARES_STACKS), "shares")
+    out, _ = run([XPTRACE, "report", "--format", "svg", "calls.perfetto-trace"])
+    same_frames(svg_frames(out), expected_frames(CALLS_STACKS), "calls")
+    for name in ("shares.svg",):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.unlink(os.path.join(OUT, name))
+    _, err = run([XPTRACE, "report", "--format", "svg", "-o", "shares.svg",
+                  "shares.perfetto-trace"])
+    if "shares.svg" not in err:
+        fail("the flame graph's file is not named: " + err)
+    same_frames(svg_frames(open(os.path.join(OUT, "shares.svg")).read()),
+                expected_frames(SHARES_STACKS), "shares -o")
+
+
+def case_svg_real():
+    run_dir = os.path.join(OUT, "svgreal")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    _, err = run([XPTRACE, "sample", "-o", run_dir, "--", PROGRAM, "split", "2"])
+    svg = os.path.join(run_dir, "samples.svg")
+    if svg not in err or not os.path.exists(svg):
+        fail("samples.svg not written beside samples.folded or not named: " + err)
+    stacks = []
+    for line in open(os.path.join(run_dir, "samples.folded")):
+        stack, n = line.rsplit(" ", 1)
+        stacks.append((stack.split(";"), int(n)))
+    same_frames(svg_frames(open(svg).read()), expected_frames(stacks), "samples.svg")
+
+
+def case_svg_browser():
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        print("check_export: SKIP: chromium is not installed (Debian's chromium opens the SVG)")
+        sys.exit(77)
+    encode(shares_fixture(), os.path.join(OUT, "shares.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "--format", "svg", "shares.perfetto-trace"])
+    path = os.path.join(os.path.abspath(OUT), "browser.svg")
+    with open(path, "w") as f:
+        f.write(out)
+
+    def dom(query):
+        r = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--user-data-dir=" + os.path.join(os.path.abspath(OUT), "chromium"),
+                            "--dump-dom", "file://" + path + query],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=120)
+        if r.returncode != 0 or "<svg" not in r.stdout.decode():
+            fail("chromium could not open the SVG (exit %d)" % r.returncode)
+        return r.stdout.decode()
+    text = dom("?s=spin_%5B34%5D")
+    if "Matched: 70.00%" not in text:
+        fail("search spin_[34]: no 'Matched: 70.00%' in the page:\n" + text[-3000:])
+    root = ET.fromstring(dom("?z=work"))
+    frames = {}
+    for g in root.iter(SVG + "g"):
+        if g.get("class") == "fr":
+            r = g.find(SVG + "rect")
+            frames[g.get("data-n")] = (float(r.get("width")), g.get("style") or "")
+    want = {"work": 1200.0, "spin_40": 1200.0 * 40 / 70, "spin_30": 1200.0 * 30 / 70,
+            "main": 1200.0}
+    for name, w in want.items():
+        if abs(frames[name][0] - w) > 0.05 or "none" in frames[name][1]:
+            fail("zoom on work: %s is %s, not %.2f px wide and shown" % (name, frames[name], w))
+    if "display: none" not in frames["spin_20"][1]:
+        fail("zoom on work: spin_20 still shown: %s" % (frames["spin_20"],))
 
 
 os.makedirs(OUT, exist_ok=True)

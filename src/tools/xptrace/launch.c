@@ -283,8 +283,8 @@ void print_sample_outputs(const char *dir, bool explain) {
     closedir(d);
   if (best[0]) {
     size_t n = strlen(best) - 7;
-    fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv\n", dir, best, dir,
-            (int)n, best);
+    fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv; "
+            "flame graph %s/%.*s.svg (a browser)\n", dir, best, dir, (int)n, best, dir, (int)n, best);
   } else {
     /* Most often a command too short for the rate: said here for `run
      * --sample` (`xptrace sample` says why in its own summary). */

@@ -30,8 +30,9 @@ static const char usage_report[] =
     "  --depth N        --tree: N levels (default all)\n"
     "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
     "                   ratio = b / a\n"
-    "  --format text|csv|json|pprof  (default text); pprof: a gzipped profile.proto of\n"
-    "                   the samples, else of the function calls (go tool pprof reads it)\n"
+    "  --format text|csv|json|pprof|svg  (default text); pprof: a gzipped profile.proto\n"
+    "                   of the samples, else of the function calls (go tool pprof reads it);\n"
+    "                   svg: their flame graph (a browser shows it: click zooms)\n"
     "  --freq HZ        pprof: the run's sampling rate, for CPU time (default 100)\n"
     "  -o, --output FILE  write there (created, never overwritten) instead of stdout\n"
     "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
@@ -166,9 +167,11 @@ int cmd_report(int argc, char **argv) {
         o.format = RP_FMT_JSON;
       else if (!strcmp(optarg, "pprof"))
         o.format = RP_FMT_PPROF;
+      else if (!strcmp(optarg, "svg"))
+        o.format = RP_FMT_SVG;
       else
-        return usage_error(usage_report, "unknown format '%s' (known: text, csv, json, pprof)",
-                           optarg);
+        return usage_error(usage_report,
+                           "unknown format '%s' (known: text, csv, json, pprof, svg)", optarg);
       break;
     case 'o':
       output = optarg;
@@ -197,8 +200,9 @@ int cmd_report(int argc, char **argv) {
                        argv[optind + 1]);
   if (o.tree && other)
     return usage_error(usage_report, "--tree and --diff do not go together");
-  if (o.format == RP_FMT_PPROF && (other || o.tree))
-    return usage_error(usage_report, "--format pprof is of one run, without --diff or --tree");
+  if ((o.format == RP_FMT_PPROF || o.format == RP_FMT_SVG) && (other || o.tree))
+    return usage_error(usage_report, "--format %s is of one run, without --diff or --tree",
+                       o.format == RP_FMT_SVG ? "svg" : "pprof");
   if (o.format == RP_FMT_PPROF && !output && isatty(STDOUT_FILENO))
     return usage_error(usage_report, "a pprof profile is binary: -o FILE, or redirect stdout");
   if (filter) {
@@ -239,6 +243,29 @@ int cmd_report(int argc, char **argv) {
         regfree(&o.sel.regex);
       return 1;
     }
+  }
+  if (o.format == RP_FMT_SVG) {
+    char title[512];
+    snprintf(title, sizeof title, "xptrace report: %s", path);
+    int err = rp_svg_write(&a, &o.sel, title, out);
+    if (err == ENODATA)
+      fprintf(stderr, "xptrace: report: %s has no samples and no slices on threads%s: no flame "
+                      "graph\n", path, o.sel.have_regex || o.sel.pid >= 0 || o.sel.tid >= 0
+                                          ? " selected" : "");
+    else if (err || fflush(out) != 0)
+      fprintf(stderr, "xptrace: report: cannot write the flame graph: %s\n",
+              strerror(err ? err : errno));
+    else if (output)
+      fprintf(stderr, "xptrace report: flame graph in %s (open it in a browser)\n", output);
+    if (out != stdout && fclose(out) != 0 && !err)
+      err = errno;
+    if (err && output)
+      unlink(output);
+    status = err ? 1 : status;
+    rp_model_free(&a);
+    if (o.sel.have_regex)
+      regfree(&o.sel.regex);
+    return status;
   }
   struct rp_table tables[RP_TABLES_MAX];
   size_t n;

@@ -15,6 +15,11 @@
 int rp_pprof_write(const struct rp_model *m, const struct rp_select *sel, uint64_t period_ns,
                    int fd);
 
+/* A flame graph (SVG) of the same: samples, else call paths worth their
+ * self time.  0, or an errno value (ENODATA: nothing to draw). */
+int rp_svg_write(const struct rp_model *m, const struct rp_select *sel, const char *title,
+                 FILE *out);
+
 /* Whether sample s is selected (pid, tid, a frame matching the regex). */
 bool rp_sample_selected(const struct rp_model *m, const struct rp_sample *s,
                         const struct rp_select *sel);
