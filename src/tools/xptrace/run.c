@@ -40,8 +40,9 @@ static const char usage_run[] =
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
     "      --functions [REGEX]  trace function entries and exits (all, or those whose\n"
-    "                           whole name matches REGEX; see docs/functions.md)\n"
-    "      --exclude REGEX      with --functions: not these functions\n"
+    "                           name REGEX is found in: ^ and $ anchor it; given again,\n"
+    "                           either one; see docs/functions.md)\n"
+    "      --exclude REGEX      with --functions: not these functions (accumulates too)\n"
     "      --depth N            with --functions: record nesting levels 1 to N only\n"
     "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
     "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
@@ -69,6 +70,28 @@ typedef struct run_options {
   bool functions;
   const char *fn_select, *fn_exclude, *fn_depth, *fn_min_duration;
 } run_options_t;
+
+/* Several --functions (--exclude): either one matches, as uftrace's -F. */
+enum { FN_REGEX_MAX = 4096 };
+static char fn_select_buf[FN_REGEX_MAX], fn_exclude_buf[FN_REGEX_MAX];
+static const char *fn_accumulate(char *buf, const char *so_far, const char *re) {
+  char prev[FN_REGEX_MAX];
+  snprintf(prev, sizeof prev, "%s", so_far ? so_far : "");
+  int n = so_far ? snprintf(buf, FN_REGEX_MAX, "(%s)|(%s)", prev, re)
+                 : snprintf(buf, FN_REGEX_MAX, "%s", re);
+  if (n < 0 || n >= FN_REGEX_MAX)
+    return NULL;
+  return buf;
+}
+
+/* Each regex on its own: the message names the one that is wrong. */
+static bool fn_regex_ok(const char *re) {
+  regex_t r;
+  if (!fn_regex_compile(re, &r))
+    return false;
+  regfree(&r);
+  return true;
+}
 
 /* --functions: the settings travel in XPTRACE_FUNCTIONS*, the library
  * goes first in LD_PRELOAD (its hooks must win over glibc's no-ops). */
@@ -175,6 +198,9 @@ static void print_function_table(const char *trace, const struct xpt_slice_table
   fflush(stderr);
   if (slices->n)
     report_slices_table(stderr, slices, 20, trace);
+  else if (finished_here && getenv("XPTRACE_FUNCTIONS"))
+    fprintf(stderr, "xptrace: --functions '%s' recorded no call: no function whose name it is "
+                    "found in ran (docs/functions.md)\n", getenv("XPTRACE_FUNCTIONS"));
   else if (finished_here)
     /* An unmodified or -pg build is patched only where a regex asks. */
     fprintf(stderr, "xptrace: --functions recorded no call: the program has no compiler hooks "
@@ -351,18 +377,28 @@ int cmd_run(int argc, char **argv) {
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_PERIODS: periods = optarg; break;
-    case OPT_FUNCTIONS:
+    case OPT_FUNCTIONS: {
       o.functions = true;
-      o.fn_select = optarg;
+      const char *re = optarg;
       /* "--functions REGEX -- cmd": a word before a later "--" is the regex. */
       if (!optarg && optind < argc && argv[optind][0] != '-')
         for (int i = optind + 1; i < argc; ++i)
           if (strcmp(argv[i], "--") == 0) {
-            o.fn_select = argv[optind++];
+            re = argv[optind++];
             break;
           }
+      if (re && !fn_regex_ok(re))
+        return usage_error(usage_run, "'%s' is not a regular expression", re);
+      if (re && !(o.fn_select = fn_accumulate(fn_select_buf, o.fn_select, re)))
+        return usage_error(usage_run, "--functions: the regular expressions are too long");
       break;
-    case OPT_FN_EXCLUDE: o.fn_exclude = optarg; break;
+    }
+    case OPT_FN_EXCLUDE:
+      if (!fn_regex_ok(optarg))
+        return usage_error(usage_run, "'%s' is not a regular expression", optarg);
+      if (!(o.fn_exclude = fn_accumulate(fn_exclude_buf, o.fn_exclude, optarg)))
+        return usage_error(usage_run, "--exclude: the regular expressions are too long");
+      break;
     case OPT_FN_DEPTH: o.fn_depth = optarg; break;
     case OPT_FN_MIN_DURATION: o.fn_min_duration = optarg; break;
     case OPT_COUNTERS: counters = optarg; break;
