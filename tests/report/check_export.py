@@ -34,6 +34,12 @@ Cases:
                 ?s=spin_[34] reports "Matched: 70.00%", ?z=work zooms work
                 to the full width (spin_40 to 40/70 of it), hides spin_20
                 and keeps main, below it, full width
+  tree_calls    --tree of "calls": the call tree with the calls, total and
+                self time above, children by total time; --depth 2; CSV
+  graph         --graph b: its two call paths (main > a > b: 6 calls, 30us;
+                main > c > b: 1, 5us) and its callees (b alone: 7 calls,
+                35us); --graph a: a's callees (a 3, 60us; b 6, 30us); an
+                unknown function is one line, exit 1
 Exit 77 (skipped) with one line when go (Debian's golang-go) or Chromium
 is missing."""
 import os
@@ -401,6 +407,68 @@ def case_svg_browser():
             fail("zoom on work: %s is %s, not %.2f px wide and shown" % (name, frames[name], w))
     if "display: none" not in frames["spin_20"][1]:
         fail("zoom on work: spin_20 still shown: %s" % (frames["spin_20"],))
+
+
+def rows_of(text, header):
+    """The rows under a text table's header line, split on 2+ spaces."""
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.split() == header.split())
+    out = []
+    for ln in lines[i + 1:]:
+        if not ln.strip() or ln.startswith(("calls ", "b:", "a:")):
+            break
+        out.append(tuple(x.strip() for x in re.split(r"\s{2,}", ln.strip())))
+    return out
+
+
+def case_tree_calls():
+    encode(calls_fixture(), os.path.join(OUT, "calls.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "--tree", "calls.perfetto-trace"])
+    got = rows_of(out, "total% total self% self calls function")
+    want = [("100.00%", "100.00us", "20.00%", "20.00us", "1", "main"),
+            ("60.00%", "60.00us", "30.00%", "30.00us", "3", "a"),
+            ("30.00%", "30.00us", "30.00%", "30.00us", "6", "b"),
+            ("20.00%", "20.00us", "15.00%", "15.00us", "1", "c"),
+            ("5.00%", "5.00us", "5.00%", "5.00us", "1", "b")]
+    if got != want:
+        fail("--tree:\n%s\nnot\n%s" % (got, want))
+    indent = [ln for ln in out.splitlines() if ln.endswith(" b")]
+    if len(indent) != 2 or not all(ln.endswith("      b") for ln in indent):
+        fail("--tree: b is not indented under its callers:\n" + out)
+    if "calls 12, total 100.00us" not in out:
+        fail("--tree: no 'calls 12, total 100.00us' line:\n" + out)
+    out, _ = run([XPTRACE, "report", "--tree", "--depth", "2", "calls.perfetto-trace"])
+    if [r[-1] for r in rows_of(out, "total% total self% self calls function")] != ["main", "a", "c"]:
+        fail("--depth 2 keeps main, a, c:\n" + out)
+    out, _ = run([XPTRACE, "report", "--tree", "--format", "csv", "calls.perfetto-trace"])
+    want_csv = ["section,depth,function,calls,total,total%,self,self%",
+                "calltree,0,main,1,100000,100.00,20000,20.00",
+                "calltree,1,a,3,60000,60.00,30000,30.00",
+                "calltree,2,b,6,30000,30.00,30000,30.00",
+                "calltree,1,c,1,20000,20.00,15000,15.00",
+                "calltree,2,b,1,5000,5.00,5000,5.00"]
+    if out.split() != want_csv:
+        fail("--tree CSV:\n" + out)
+
+
+def case_graph():
+    encode(calls_fixture(), os.path.join(OUT, "calls.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "--graph", "b", "calls.perfetto-trace"])
+    callers = rows_of(out, "call path calls total self")
+    if callers != [("main > a > b", "6", "30.00us", "30.00us"),
+                   ("main > c > b", "1", "5.00us", "5.00us")]:
+        fail("--graph b, callers: %s\n%s" % (callers, out))
+    callees = rows_of(out, "total% total self% self calls function")
+    if callees != [("100.00%", "35.00us", "100.00%", "35.00us", "7", "b")]:
+        fail("--graph b, callees: %s\n%s" % (callees, out))
+    out, _ = run([XPTRACE, "report", "--graph", "a", "calls.perfetto-trace"])
+    callees = rows_of(out, "total% total self% self calls function")
+    if callees != [("100.00%", "60.00us", "50.00%", "30.00us", "3", "a"),
+                   ("50.00%", "30.00us", "50.00%", "30.00us", "6", "b")]:
+        fail("--graph a, callees: %s\n%s" % (callees, out))
+    _, err = run([XPTRACE, "report", "--graph", "zz", "calls.perfetto-trace"], status=1)
+    if err.count("\n") != 1 or "'zz'" not in err:
+        fail("--graph of an unknown function: " + err)
 
 
 os.makedirs(OUT, exist_ok=True)

@@ -26,7 +26,9 @@ static const char usage_report[] =
     "  --filter REGEX   only functions, trace points, commands, counters matching it\n"
     "                   (POSIX extended); --tree: only samples with a matching frame\n"
     "  --pid PID, --tid TID  only this process / thread\n"
-    "  --tree           the samples' call tree with percentages\n"
+    "  --tree           the samples' call tree with percentages; without samples, that of\n"
+    "                   the function calls (calls, total and self time)\n"
+    "  --graph FUNCTION its callers (every call path to it) and callees (merged)\n"
     "  --depth N        --tree: N levels (default all)\n"
     "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
     "                   ratio = b / a\n"
@@ -100,10 +102,10 @@ int cmd_report(int argc, char **argv) {
       {"tid", required_argument, NULL, 't'},   {"tree", no_argument, NULL, 'T'},
       {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
       {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
-      {"output", required_argument, NULL, 'o'}, {"freq", required_argument, NULL, 'Q'},
+      {"output", required_argument, NULL, 'o'}, {"graph", required_argument, NULL, 'G'}, {"freq", required_argument, NULL, 'Q'},
       {NULL, 0, NULL, 0}};
   struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
-  const char *other = NULL, *filter = NULL, *output = NULL;
+  const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL;
   double hz = 100; /* xptrace sample's default rate */
   long v;
   int c;
@@ -119,7 +121,7 @@ int cmd_report(int argc, char **argv) {
     case 's': {
       /* Every column some table has (report_tables.c, report_tree.c). */
       static const char *const columns[] = {
-          "busy",    "category", "command", "count",     "counter", "delta",   "depth",
+          "busy",    "calls",    "category", "command", "count",     "counter", "delta",   "depth",
           "device",  "device_time", "first", "function", "inclusive", "inclusive%", "instants",
           "last",    "max",      "mean",    "min",       "name",    "open",    "pid",
           "queue",   "ratio",    "samples", "self",      "self%",   "slices",  "span",
@@ -176,6 +178,9 @@ int cmd_report(int argc, char **argv) {
     case 'o':
       output = optarg;
       break;
+    case 'G':
+      graph = optarg;
+      break;
     case 'Q': {
       char *end;
       errno = 0;
@@ -198,8 +203,10 @@ int cmd_report(int argc, char **argv) {
   if (optind + 1 < argc)
     return usage_error(usage_report, "one PATH only ('%s' is extra; --diff OTHER compares)",
                        argv[optind + 1]);
-  if (o.tree && other)
-    return usage_error(usage_report, "--tree and --diff do not go together");
+  if ((o.tree || graph) && other)
+    return usage_error(usage_report, "--%s and --diff do not go together", graph ? "graph" : "tree");
+  if (o.tree && graph)
+    return usage_error(usage_report, "--tree or --graph, not both");
   if ((o.format == RP_FMT_PPROF || o.format == RP_FMT_SVG) && (other || o.tree))
     return usage_error(usage_report, "--format %s is of one run, without --diff or --tree",
                        o.format == RP_FMT_SVG ? "svg" : "pprof");
@@ -271,8 +278,21 @@ int cmd_report(int argc, char **argv) {
   size_t n;
   if (other)
     n = rp_tables_diff(&a, &b, &o.sel, tables);
-  else if (o.tree) {
-    rp_tree_build(&a, &o.sel, o.depth, &tables[0]);
+  else if (graph) {
+    n = rp_graph_build(&a, &o.sel, graph, o.depth, tables);
+    if (tables[0].nrows == 0 && !tables[0].oom) {
+      fprintf(stderr, "xptrace: report: no call of '%s' among the slices on threads of %s\n",
+              graph, path);
+      status = 1;
+    }
+  } else if (o.tree) {
+    bool samples = false;
+    for (size_t k = 0; k < a.nsamples && !samples; k++)
+      samples = rp_sample_selected(&a, &a.samples[k], &o.sel);
+    if (samples || a.ncnodes < 2)
+      rp_tree_build(&a, &o.sel, o.depth, &tables[0]);
+    else
+      rp_calltree_build(&a, &o.sel, o.depth, &tables[0]);
     n = 1;
   } else
     n = rp_tables_build(&a, &o.sel, tables);

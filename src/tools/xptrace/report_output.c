@@ -73,7 +73,7 @@ static int row_cmp(const void *a, const void *b, void *vctx) {
 }
 
 void rp_table_sort(struct rp_table *t, const struct rp_options *opts) {
-  if (strcmp(t->id, "tree") == 0) /* tree order */
+  if (t->indented) /* tree order */
     return;
   struct sort_ctx ctx = {t, sort_column(t, opts->sort)};
   if (t->nrows > 1) /* cells is NULL with no row */
@@ -148,7 +148,7 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
 static void print_text_table(FILE *out, const struct rp_table *t) {
   if (t->nrows == 0)
     return;
-  bool tree = strcmp(t->id, "tree") == 0;
+  bool tree = t->indented;
   size_t w[RP_COLS_MAX];
   char buf[128];
   for (size_t i = 0; i < t->ncols; i++)
@@ -165,12 +165,10 @@ static void print_text_table(FILE *out, const struct rp_table *t) {
         w[i] = l;
     }
   fprintf(out, "\n%s\n", t->title);
-  /* the tree: percentages first, the indented name last */
-  static const size_t tree_order[] = {3, 5, 2, 4, 1};
   size_t order[RP_COLS_MAX], n = 0;
-  if (tree)
-    for (size_t i = 0; i < 5; i++)
-      order[n++] = tree_order[i];
+  if (t->ntext_order)
+    for (size_t i = 0; i < t->ntext_order; i++)
+      order[n++] = t->text_order[i];
   else
     for (size_t i = 0; i < t->ncols; i++)
       order[n++] = i;
