@@ -40,6 +40,11 @@ Cases:
                 main > c > b: 1, 5us) and its callees (b alone: 7 calls,
                 35us); --graph a: a's callees (a 3, 60us; b 6, 30us); an
                 unknown function is one line, exit 1
+  diff_shares   --diff of "shares" (100 samples) and the same shape twice as
+                long (200): every change +0.00 and within the noise; of 400 and
+                1000 samples with spin_40 50 % and spin_20 10 % in the second:
+                spin_40 +10.00 and spin_20 -10.00 points beyond their noise
+                (2 standard errors: 5.83 and 4.43 points), spin_30 +0.00 within it
 Exit 77 (skipped) with one line when go (Debian's golang-go) or Chromium
 is missing."""
 import os
@@ -79,7 +84,7 @@ HEAD = ('packet { trusted_packet_sequence_id: 1 track_descriptor { uuid: 1000 '
         'thread { pid: 100 tid: 100 thread_name: "fix" } } }\n')
 
 
-def shares_fixture():
+def shares_fixture(counts=(40, 30, 20, 10)):
     names = ["main", "work", "spin_40", "spin_30", "spin_20", "spin_10"]
     text = HEAD + "packet { trusted_packet_sequence_id: 1 sequence_flags: 1 interned_data {\n"
     for i, n in enumerate(names):
@@ -95,7 +100,7 @@ def shares_fixture():
             i + 1, " ".join("frame_ids: %d" % f for f in st))
     text += "} }\n"
     ts = 1000
-    for stack, count in zip(range(1, 5), [40, 30, 20, 10]):
+    for stack, count in zip(range(1, 5), counts):
         for _ in range(count):
             ts += 10000000
             text += pkt(ts, "perf_sample { pid: 100 tid: 100 callstack_iid: %d }" % stack)
@@ -449,6 +454,36 @@ def case_tree_calls():
                 "calltree,2,b,1,5000,5.00,5000,5.00"]
     if out.split() != want_csv:
         fail("--tree CSV:\n" + out)
+
+
+def case_diff_shares():
+    encode(shares_fixture(), os.path.join(OUT, "d100.perfetto-trace"))
+    encode(shares_fixture((80, 60, 40, 20)), os.path.join(OUT, "d200.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "--format", "csv", "d100.perfetto-trace", "--diff",
+                  "d200.perfetto-trace"])
+    rows = [r.split(",") for r in out.split("\n\n")[0].splitlines()]
+    if rows[0][:6] != ["section", "function", "self%_a", "self%_b", "change", "noise"]:
+        fail("diff columns: %s" % rows[0])
+    body = {r[1]: r for r in rows[1:]}
+    for fn, share in {"spin_40": "40.00", "spin_30": "30.00", "spin_20": "20.00",
+                      "spin_10": "10.00", "work": "0.00"}.items():
+        r = body[fn]
+        if r[2] != share or r[3] != share or r[4] != "0.00" or r[-1] != "noise":
+            fail("same shape, twice as long: %s should be %s both, change 0, noise: %s" %
+                 (fn, share, r))
+    encode(shares_fixture((160, 120, 80, 40)), os.path.join(OUT, "d400.perfetto-trace"))
+    encode(shares_fixture((500, 300, 100, 100)), os.path.join(OUT, "d1000.perfetto-trace"))
+    out, _ = run([XPTRACE, "report", "d400.perfetto-trace", "--diff", "d1000.perfetto-trace"])
+    text = out.split("Trace points")[0]
+    want = {"spin_40": ("40.00%", "50.00%", "+10.00", "5.83%", None),
+            "spin_20": ("20.00%", "10.00%", "-10.00", "4.43%", None),
+            "spin_30": ("30.00%", "30.00%", "+0.00", "5.42%", "noise")}
+    for fn, (a, b, change, noise, note) in want.items():
+        line = next((ln.split() for ln in text.splitlines() if ln.startswith(fn + " ")), None)
+        if not line or line[1:5] != [a, b, change, noise] or (line[-1] == "noise") != bool(note):
+            fail("%s: %s, not %s %s %s %s %s\n%s" % (fn, line, a, b, change, noise, note, out))
+    if not re.search(r"2 row\(s\) changed by more than their noise", text):
+        fail("the note does not count the two rows that moved:\n" + text)
 
 
 def case_graph():

@@ -121,7 +121,7 @@ int cmd_report(int argc, char **argv) {
     case 's': {
       /* Every column some table has (report_tables.c, report_tree.c). */
       static const char *const columns[] = {
-          "busy",    "calls",    "category", "command", "count",     "counter", "delta",   "depth",
+          "busy",    "calls",    "category", "change", "command", "count",     "counter", "delta",   "depth",
           "device",  "device_time", "first", "function", "inclusive", "inclusive%", "instants",
           "last",    "max",      "mean",    "min",       "name",    "open",    "pid",
           "queue",   "ratio",    "samples", "self",      "self%",   "slices",  "span",

@@ -32,7 +32,7 @@ struct sort_ctx {
 static double sort_value(const struct rp_cell *c, enum rp_kind k) {
   if (c->empty)
     return -INFINITY;
-  return k == RP_K_DNS || k == RP_K_DINT ? fabs(c->v) : c->v;
+  return k == RP_K_DNS || k == RP_K_DINT || k == RP_K_DPCT ? fabs(c->v) : c->v;
 }
 
 static int row_cmp(const void *a, const void *b, void *vctx) {
@@ -137,6 +137,9 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
     break;
   case RP_K_RATIO:
     snprintf(buf, len, human ? "%.2fx" : "%.4f", c->v);
+    break;
+  case RP_K_DPCT:
+    snprintf(buf, len, human ? "%+.2f" : "%.2f", c->v);
     break;
   }
   return buf;

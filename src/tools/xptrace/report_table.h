@@ -18,6 +18,7 @@ enum rp_kind {
   RP_K_DNS,   /* a signed difference of nanoseconds */
   RP_K_DINT,  /* a signed difference of counts */
   RP_K_RATIO, /* b / a; empty when a is 0 */
+  RP_K_DPCT,  /* a signed difference of percentages, in points */
 };
 struct rp_cell {
   const char *s; /* RP_K_STR: the model's string (or static) */
