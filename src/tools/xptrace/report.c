@@ -195,7 +195,11 @@ int cmd_report(int argc, char **argv) {
     default:
       if (optopt)
         return usage_error(usage_report, "option '%s' wants a value", argv[optind - 1]);
-      return usage_error(usage_report, "unknown option '%s'", argv[optind - 1]);
+      {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_report, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)

@@ -231,7 +231,8 @@ static bool run_recorded(char *const *leaves, size_t n) {
  * except for an MPI rank (the ranks share the folder: `xptrace merge`
  * joins them once all have ended). */
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
-                          const char *token, const char *samples, bool fn_table, bool hint) {
+                          const char *token, const char *samples, bool fn_table, bool hint,
+                          const char *counters, bool sampled) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
@@ -241,7 +242,13 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
   /* A program that never calls XPTI (most do not) leaves nothing to
    * finish or count: said once, with what would trace it. */
   bool recorded = run_recorded(leaves, n);
-  if (!recorded && (chosen[0] || chosen[1]))
+  /* Counters and samples are taken from outside it: not "no events". */
+  if (!recorded && (chosen[0] || chosen[1]) && (counters[0] || sampled))
+    fprintf(stderr, "xptrace: the program made no XPTI calls: no trace points of its own%s\n",
+            counters[0] && sampled ? " (counters and samples below)"
+            : counters[0]          ? " (its counters below)"
+                                   : " (its samples below)");
+  else if (!recorded && (chosen[0] || chosen[1]))
     fprintf(stderr, "xptrace: the program made no XPTI calls: no events to trace or count%s\n",
             hint ? " (--functions traces its functions, --sample samples it)" : "");
   if (chosen[0]) {
@@ -282,6 +289,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
     xpt_slices_free(&slices);
   }
+  if (counters[0])
+    fprintf(stderr, "xptrace: counters %s (xptrace report --top 0 %s)\n", counters, dir);
   if (chosen[1]) {
     int found = 0;
     for (size_t i = 0; i < n; i++) {
@@ -315,7 +324,8 @@ static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid)
 
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
-  counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
+  char counters[PATH_MAX + 64];
+  counters_finish(r->counters, r->dir, r->token, counters, sizeof counters); /* before the merge */
   char samples[PATH_MAX + 64] = ""; /* the samples trace: the merge takes it too */
 #ifdef XPTRACE_HAVE_PERF
   if (r->sample) { /* the timer sampler's recordings (sample_timer.c), before the merge */
@@ -325,7 +335,7 @@ static void run_after(const void *ctx) {
   }
 #endif
   print_outputs(r->dir, r->chosen, r->format, r->token, samples, r->fn_table,
-                !r->sample && !r->functions);
+                !r->sample && !r->functions, counters, r->sample);
   if (r->sample)
     print_sample_outputs(r->dir, true);
 }
@@ -406,7 +416,11 @@ int cmd_run(int argc, char **argv) {
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_run, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_run, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)
