@@ -45,6 +45,11 @@ Cases:
                 1000 samples with spin_40 50 % and spin_20 10 % in the second:
                 spin_40 +10.00 and spin_20 -10.00 points beyond their noise
                 (2 standard errors: 5.83 and 4.43 points), spin_30 +0.00 within it
+  tree_real     PROGRAM (tests/functions' fn_work, -finstrument-functions)
+                `calls` under `xptrace run --functions`: --tree counts each
+                function's calls as the program makes them (leaf 1000 under
+                main > loop_leaf, recurse 6 deep, one call each, rare 5, ...);
+                --graph leaf: the one call path with 1000 calls
 Exit 77 (skipped) with one line when go (Debian's golang-go) or Chromium
 is missing."""
 import os
@@ -490,6 +495,35 @@ def case_diff_shares():
             fail("%s: %s, not %s %s %s %s %s\n%s" % (fn, line, a, b, change, noise, note, out))
     if not re.search(r"2 row\(s\) changed by more than their noise", text):
         fail("the note does not count the two rows that moved:\n" + text)
+
+
+def case_tree_real():
+    run_dir = os.path.join(OUT, "fnreal")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run([XPTRACE, "run", "--functions", "-o", run_dir, "--", PROGRAM, "calls"])
+    out, _ = run([XPTRACE, "report", "--tree", "--format", "csv", "fnreal"])
+    rows = [r.split(",") for r in out.split()[1:]]
+    calls, paths = {}, {}
+    stack = []
+    for r in rows:
+        depth, fn, n = int(r[1]), r[2], int(r[3])
+        stack[depth:] = [fn]
+        calls[fn] = calls.get(fn, 0) + n
+        paths[" > ".join(stack)] = n
+    # tests/functions/fn_work.c's "calls" (test_functions.py's CALLS)
+    want = {"main": 1, "loop_leaf": 1, "leaf": 1000, "recurse": 6, "via_ptr": 3,
+            "tail_from": 3, "rare": 5, "cold_note": 2}
+    for fn, n in want.items():
+        if calls.get(fn) != n:
+            fail("--tree: %s called %s times, not %d:\n%s" % (fn, calls.get(fn), n, out))
+    if paths.get("main > loop_leaf > leaf") != 1000:
+        fail("--tree: leaf's 1000 calls are not under main > loop_leaf:\n" + out)
+    deep = "main" + " > recurse" * 6
+    if paths.get(deep) != 1:
+        fail("--tree: recurse is not six calls deep:\n" + out)
+    out, _ = run([XPTRACE, "report", "--graph", "leaf", "--format", "csv", "fnreal"])
+    if "callers,main > loop_leaf > leaf,1000," not in out:
+        fail("--graph leaf:\n" + out)
 
 
 def case_graph():
