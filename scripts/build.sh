@@ -10,6 +10,7 @@ packages="cmake make gcc g++ clang python3 binutils pkg-config protobuf-compiler
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libdw-dev
   libunwind-dev libcapstone-dev openmpi-bin libopenmpi-dev
   uftrace clpeak python3-pyopencl libze1 libze-dev"
+packages="$packages zlib1g-dev golang-go" # report --format pprof, read back by go tool pprof
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -56,13 +56,13 @@ static inline bool fn_parse_duration(const char *text, uint64_t *ns) {
   return true;
 }
 
-/* A selection or exclusion regex: POSIX extended, matched against the
- * whole (demangled) name.  Returns false when it does not compile. */
+/* A selection or exclusion regex: POSIX extended, searched in the
+ * (demangled) name as uftrace and omnitrace do (`^`, `$` anchor it).
+ * Returns false when it does not compile. */
 static inline bool fn_regex_compile(const char *text, regex_t *re) {
-  char anchored[1024];
-  if (!text || snprintf(anchored, sizeof anchored, "^(%s)$", text) >= (int)sizeof anchored)
+  if (!text || strlen(text) >= 4096)
     return false;
-  return regcomp(re, anchored, REG_EXTENDED | REG_NOSUB) == 0;
+  return regcomp(re, text, REG_EXTENDED | REG_NOSUB) == 0;
 }
 
 #endif /* XPTRACE_FN_CONFIG_H */

@@ -394,20 +394,35 @@ typedef struct fn_patch_pass {
   unsigned patched, refused, selected;
 } fn_patch_pass_t;
 
-static void fn_select_one(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
-                          void *arg) {
-  fn_patch_pass_t *pass = arg;
+/* The shown name of a function the filters select, NULL otherwise. */
+static const char *fn_selected_name(const char *raw, uintptr_t func, size_t size, Elf *elf,
+                                    size_t shndx, char *shown, size_t len) {
   size_t shstrndx;
   /* gcc's "f.cold" holds f's cold blocks, jumped to from f: no entry. */
   const char *cold = strstr(raw, ".cold");
   if (cold && (cold[5] == '\0' || cold[5] == '.'))
-    return;
+    return NULL;
   if (fn_crt_name(raw) || elf_getshdrstrndx(elf, &shstrndx) != 0 ||
       !fn_section_ok(elf, shstrndx, shndx) || func < fp.lo || func + size > fp.hi)
-    return;
+    return NULL;
+  const char *name = fn_demangle(raw, shown, len);
+  return fn_selected(name) ? name : NULL;
+}
+
+/* Compiler hooks: the program's selected functions, only counted. */
+static void fn_count_selected(const char *raw, uintptr_t func, size_t size, Elf *elf,
+                              size_t shndx, void *arg) {
   char shown[1024];
-  const char *name = fn_demangle(raw, shown, sizeof shown);
-  if (!fn_selected(name))
+  if (fn_selected_name(raw, func, size, elf, shndx, shown, sizeof shown))
+    ++((fn_patch_pass_t *)arg)->selected;
+}
+
+static void fn_select_one(const char *raw, uintptr_t func, size_t size, Elf *elf, size_t shndx,
+                          void *arg) {
+  fn_patch_pass_t *pass = arg;
+  char shown[1024];
+  const char *name = fn_selected_name(raw, func, size, elf, shndx, shown, sizeof shown);
+  if (!name)
     return;
   ++pass->selected;
   uintptr_t at = func;
@@ -512,6 +527,10 @@ unsigned fn_patch_program(bool program_entries) {
     const char *module = NULL;
     bool full = true;
     bool ok = (i == 0 && !program_entries) || fn_patch_module(&ms->m[i], &pass, &module, &full);
+    if (i == 0 && !program_entries && fn_cfg.has_select) { /* hooks: counted, not patched */
+      fp.lo = ms->m[0].lo, fp.hi = ms->m[0].hi;
+      ok = fn_each_function(fp.lo, fn_count_selected, &pass, &module, &full) >= 0;
+    }
     if (fn_cfg.has_select) { /* its calls into the C library */
       unsigned hooked = fn_got_hook(&ms->m[i]);
       pass.selected += hooked;
@@ -528,11 +547,13 @@ unsigned fn_patch_program(bool program_entries) {
   free(ms);
   free(fp.cands);
   fp.cands = NULL, fp.cands_cap = 0;
-  if (!program_entries) /* compiler hooks: the messages below are about patching it */
+  /* compiler hooks: only whether a regex selects anything is said */
+  if (!program_entries && !fn_cfg.has_select)
     return pass.patched;
-  if (!readable)
-    xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
-  else if (in_program.patched == 0 && !fn_cfg.has_select)
+  if (!readable) {
+    if (program_entries)
+      xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
+  } else if (program_entries && in_program.patched == 0 && !fn_cfg.has_select)
     xpt_msg("xpti: functions: the program has no -finstrument-functions hooks and no "
             "patchable entries; name the functions to patch (--functions REGEX)");
   else if (!symtab && pass.selected == 0 && fn_cfg.has_select)

@@ -204,6 +204,18 @@ static void module_open(xsym_module_t *m) {
   }
 }
 
+size_t xsym_module_file_build_id(xsym_t *x, xsym_module_t *m, const uint8_t **bits) {
+  (void)x;
+  module_open(m);
+  const unsigned char *b;
+  GElf_Addr vaddr;
+  int n = m->mod ? dwfl_module_build_id(m->mod, &b, &vaddr) : 0;
+  if (n <= 0)
+    return 0;
+  *bits = b;
+  return (size_t)n;
+}
+
 /* The ELF address of a file offset: the PT_LOAD segment holding it. */
 static bool offset_to_addr(Dwfl_Module *mod, uint64_t off, GElf_Addr *addr) {
   GElf_Addr bias;

@@ -30,6 +30,9 @@ const char *xsym_module_name(const xsym_module_t *m); /* base name */
 /* After a lookup in m: the file at its path is not the one mapped (its
  * build id differs), so its frames were given as module+0xoffset. */
 bool xsym_module_changed(const xsym_module_t *m);
+/* The build id of the file at m's path (its bytes, 0 when it has none or
+ * cannot be read); the bytes belong to x. */
+size_t xsym_module_file_build_id(xsym_t *x, xsym_module_t *m, const uint8_t **bits);
 
 typedef struct xsym_frame {
   const char *function; /* never NULL: a name, or "module+0xoffset" */

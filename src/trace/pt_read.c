@@ -1005,7 +1005,7 @@ int pt_reader_next(struct pt_reader *r, struct pt_packet *pkt) {
 
 /* A mapping's path: its interned components joined by '/'. */
 static char *mapping_path(struct seq *s, const struct ient *m) {
-  size_t n = 1;
+  size_t n = 1 + m->nlist;
   for (size_t i = 0; i < m->nlist; i++)
     n += strlen(intern_str(s, IN_MAPPING_PATH, m->list[i])) + 1;
   char *out = malloc(n), *w = out;
@@ -1013,7 +1013,7 @@ static char *mapping_path(struct seq *s, const struct ient *m) {
     return NULL;
   for (size_t i = 0; i < m->nlist; i++) {
     const char *part = intern_str(s, IN_MAPPING_PATH, m->list[i]);
-    if (i && (w == out || w[-1] != '/') && part[0] != '/')
+    if ((w == out || w[-1] != '/') && part[0] != '/') /* as Perfetto: "/" before each */
       *w++ = '/';
     size_t k = strlen(part);
     memcpy(w, part, k);

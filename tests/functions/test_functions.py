@@ -51,8 +51,12 @@ SCENARIOS = {
     "cancel": ("cancel", [], merged({"main": 1}, CANCEL), 0, 2),
     "threads": ("threads", [], merged({"main": 1}, THREADS), 0, 5),
     # Filters: the selection, an exclusion, a depth, a minimum duration.
-    "select": ("calls", ["--functions", "leaf|recurse"], {"leaf": 1000, "recurse": 6}, 0, 1),
-    "exclude": ("calls", ["--exclude", "leaf|main|tail_to"],
+    # A filter is searched in the name (uftrace's -F): ^ and $ anchor it;
+    # several accumulate.  "leaf" alone is found in loop_leaf too.
+    "select": ("calls", ["--functions", "^leaf$", "--functions", "recurse"],
+               {"leaf": 1000, "recurse": 6}, 0, 1),
+    "search": ("calls", ["--functions", "leaf"], {"leaf": 1000, "loop_leaf": 1}, 0, 1),
+    "exclude": ("calls", ["--exclude", "^leaf$", "--exclude", "main|tail_to"],
                 {"loop_leaf": 1, "recurse": 6, "via_ptr": 3, "tail_from": 3, "rare": 5,
                  "cold_note": 2}, 0, 1),
     # main is depth 1, recurse(5) 2, recurse(4) 3; deeper calls unrecorded.
@@ -64,7 +68,7 @@ SCENARIOS = {
     # them (never a cold part as a function); _setjmp refused.
     "all": ("calls", ["--functions", ".*"], merged({"main": 1}, CALLS), 0, 1),
     # A C library function named: traced at the program's call sites.
-    "libc": ("calls", ["--functions", "getpid|leaf"], {"getpid": 7, "leaf": 1000}, 0, 1),
+    "libc": ("calls", ["--functions", "^(getpid|leaf)$"], {"getpid": 7, "leaf": 1000}, 0, 1),
     # Only calls that last 1 ms: cancel_inner waits (>= 1 ms) until it is
     # cancelled, and its callers with it; nothing else in "cancel" does.
     "minimum": ("cancel", ["--min-duration", "1ms"], {"cancel_thread": 1, "cancel_outer": 1,
@@ -76,8 +80,9 @@ SCENARIOS = {
     "cxxall": ("", ["--functions", ".*"], CXX, 0, 1),
     # The fixture stripped, its symbols in a debug file found by its debug
     # link; then stripped with no debug file (nothing it exports matches).
-    "stripped": ("calls", ["--functions", "leaf|recurse"], {"leaf": 1000, "recurse": 6}, 0, 1),
-    "nodebug": ("calls", ["--functions", "leaf|recurse"], {}, 0, 1),
+    "stripped": ("calls", ["--functions", "^(leaf|recurse)$"], {"leaf": 1000, "recurse": 6},
+                 0, 1),
+    "nodebug": ("calls", ["--functions", "^(leaf|recurse)$"], {}, 0, 1),
     # A timer's signal every 50 us on the tracing thread, its handler traced
     # (every 10 us starved the traced loop on a guest where a signal costs ~10 us).
     "signals": ("signals", [], {"main": 1, "run_signals": 1, "signal_loop": 1, "leaf": 20000},
@@ -132,7 +137,7 @@ def debian(xptrace, scratch):
     alone = subprocess.run(prog, capture_output=True, text=True, env=env, timeout=60)
     out = os.path.join(scratch, "out")
     run = subprocess.run([xptrace, "run", "-o", out, "-c", "stats", "--functions",
-                          "PyImport_ImportModule", "--"] + prog,
+                          "^PyImport_ImportModule$", "--"] + prog,
                          capture_output=True, text=True, env=env, timeout=60)
     print(run.stderr)
     if run.returncode != 0 or run.stdout != alone.stdout:
@@ -175,7 +180,7 @@ def debian_lib(xptrace, scratch):
         alone = subprocess.run(prog, capture_output=True, text=True, timeout=60)
         out = os.path.join(scratch, "out-%d" % n)
         run = subprocess.run([xptrace, "run", "-o", out, "-c", "stats", "--functions",
-                              "crc32|getpid", "--"] + prog,
+                              "^(crc32|getpid)$", "--"] + prog,
                              capture_output=True, text=True, timeout=60)
         print(run.stderr)
         if run.returncode != 0 or run.stdout != alone.stdout or alone.stdout != "done\n":
@@ -284,7 +289,7 @@ def main():
         # An unmodified binary is patched only where a regex asks.
         ere = lambda n: "".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in n)
         names = sorted(expect) + list(VARIABLE.get(scenario, ()))
-        opts = ["--functions", "|".join(ere(n) for n in names)] + opts
+        opts = ["--functions", "^(%s)$" % "|".join(ere(n) for n in names)] + opts
     # A ring of 16 MiB: a runaway run cannot fill the disk.
     cmd = [xptrace, "run", "-o", out, "-c", "perfetto,stats", "--buffer-size", "16M",
            "--buffer-policy", "ring"] + opts

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "report_export.h"
 #include "report_load.h"
 #include "report_table.h"
 
@@ -39,7 +40,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rp_print(out, t, n, &o, "fuzz", "fuzz");
     for (size_t i = 0; i < n; i++)
       rp_table_free(&t[i]);
+    rp_calltree_build(&a, &o.sel, o.depth, &t[0]);
+    rp_print(out, t, 1, &o, "fuzz", NULL);
+    rp_table_free(&t[0]);
+    /* the function named by the first call path, if any */
+    const char *fn = a.ncnodes > 1 ? rp_str_get(&a.s, a.cnodes[1].name) : "main";
+    n = rp_graph_build(&a, &o.sel, fn, o.depth, t);
+    for (size_t i = 0; i < n; i++)
+      rp_table_sort(&t[i], &o);
+    rp_print(out, t, n, &o, "fuzz", NULL);
+    for (size_t i = 0; i < n; i++)
+      rp_table_free(&t[i]);
   }
+  rp_svg_write(&a, &o.sel, "fuzz", out);
   rp_model_free(&a);
   return 0;
 }

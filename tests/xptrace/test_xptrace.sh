@@ -33,6 +33,20 @@ expect_usage_error() {
   [ ! -e marker ] || fail "'$*': the command was run"
 }
 
+# expect_folder_error MESSAGE ARGS...: exit 2, that one line and nothing
+# else (no usage: the command line was right), the command never ran.
+expect_folder_error() {
+  want=$1
+  shift
+  rm -f marker
+  "$xptrace" "$@" >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "'$*': exit $rc, expected 2"
+  [ "$(wc -l <err.txt)" -eq 1 ] || fail "'$*': not one line: $(cat err.txt)"
+  case "$(cat err.txt)" in "xptrace: $want"*) ;; *) fail "'$*': not '$want': $(cat err.txt)" ;; esac
+  [ ! -e marker ] || fail "'$*': the command was run"
+}
+
 case $mode in
 bad-input)
   expect_usage_error "unknown option '--bogus'" run --bogus -- touch marker
@@ -59,23 +73,23 @@ bad-input)
   expect_usage_error "empty output folder name" sample -o "" -- touch marker
   # An existing output folder must be ours, a real folder, closed to others.
   mkdir -p open777 open770 && chmod 777 open777 && chmod 770 open770
-  expect_usage_error "output folder '$scratch/open777' is writable by others; not writing there" \
+  expect_folder_error "output folder '$scratch/open777' is writable by others; not writing there" \
     run -c stats -o open777 -- touch marker
-  expect_usage_error "output folder '$scratch/open770' is writable by its group; not writing there" \
+  expect_folder_error "output folder '$scratch/open770' is writable by its group; not writing there" \
     run -c stats -o open770 -- touch marker
   mkdir -p real && ln -s real linked
-  expect_usage_error "output folder '$scratch/linked' is a symbolic link; not writing there" \
+  expect_folder_error "output folder '$scratch/linked' is a symbolic link; not writing there" \
     run -c stats -o linked -- touch marker
   [ -z "$(find open777 open770 real -mindepth 1)" ] || fail "something written into a refused folder"
   : >plainfile
-  expect_usage_error "cannot create output directory '$scratch/plainfile/out'" \
+  expect_folder_error "cannot create output directory '$scratch/plainfile/out'" \
     run -c stats -o plainfile/out -- touch marker
   mkdir -p locked && chmod 555 locked
   if [ "$(id -u)" -ne 0 ]; then # root may write anywhere
-    expect_usage_error "cannot create output directory '$scratch/locked/out'" \
+    expect_folder_error "cannot create output directory '$scratch/locked/out'" \
       run -c stats -o locked/out -- touch marker
   fi
-  expect_usage_error "cannot create output directory '/proc/xptrace-no/out'" \
+  expect_folder_error "cannot create output directory '/proc/xptrace-no/out'" \
     run -c stats -o /proc/xptrace-no/out -- touch marker
   expect_usage_error "unknown subcommand 'launch'" launch -- touch marker
   expect_usage_error "unknown option '--bogus'" --bogus

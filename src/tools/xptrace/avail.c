@@ -36,7 +36,11 @@ int cmd_avail(int argc, char **argv) {
       fputs(usage_avail, stdout);
       return 0;
     }
-    return usage_error(usage_avail, "unknown option '%s'", argv[optind - 1]);
+    {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_avail, names, argv[optind - 1]);
+    }
   }
   if (optind < argc)
     return usage_error(usage_avail, "unexpected argument '%s'", argv[optind]);

@@ -283,7 +283,11 @@ int cmd_causal(int argc, char **argv) {
     case 'v': verbose = true; break;
     case 'h': fputs(usage_causal, stdout); return 0;
     case ':': return usage_error(usage_causal, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_causal, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_causal, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)

@@ -517,7 +517,10 @@ static char *process_dir(const char *dir, const char *token, pid_t pid) {
   return found;
 }
 
-void counters_finish(struct xpt_counters *c, const char *dir, const char *token) {
+void counters_finish(struct xpt_counters *c, const char *dir, const char *token, char *written,
+                     size_t written_len) {
+  if (written_len)
+    written[0] = '\0';
   if (!c)
     return;
   if (c->polling) {
@@ -560,6 +563,8 @@ void counters_finish(struct xpt_counters *c, const char *dir, const char *token)
       }
       off += (size_t)w;
     }
+    if (off == b.len && written_len)
+      snprintf(written, written_len, "%s", path);
     close(fd);
   }
   free(leaf);

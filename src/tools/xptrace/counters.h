@@ -24,7 +24,8 @@ void counters_start(struct xpt_counters *c, pid_t pid);
 /* The program has ended: stop polling, read the totals, write the trace
  * into the process's folder (<program>-<pid>/ of session `token` under
  * dir; dir itself when there is none).  Frees c. */
-void counters_finish(struct xpt_counters *c, const char *dir, const char *token);
+void counters_finish(struct xpt_counters *c, const char *dir, const char *token, char *written,
+                     size_t written_len); /* written: the file's path, "" when none */
 /* `xptrace avail`: every counter, whether this machine offers it. */
 void counters_avail(FILE *out);
 /* The kernel's run time of a thread in ns (schedstat), else its user and

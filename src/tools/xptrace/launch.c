@@ -85,6 +85,63 @@ int usage_error(const char *usage, const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
+/* Levenshtein distance of a and b's first nb bytes (short words only). */
+static size_t edit_distance(const char *a, const char *b, size_t nb) {
+  size_t na = strlen(a), row[64];
+  if (na >= 63 || nb >= 63)
+    return SIZE_MAX;
+  for (size_t j = 0; j <= nb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= na; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[nb];
+}
+
+static const char *nearest_n(const char *const *names, const char *word, size_t n) {
+  const char *best = NULL;
+  size_t bd = SIZE_MAX;
+  for (size_t i = 0; names[i]; i++) {
+    size_t d = edit_distance(names[i], word, n);
+    if (d < bd)
+      bd = d, best = names[i];
+  }
+  return bd <= 2 && 2 * bd <= n ? best : NULL;
+}
+
+const char *nearest_name(const char *const *names, const char *word) {
+  return nearest_n(names, word, strlen(word));
+}
+
+void option_names(const void *longopts, const char **names, size_t max) {
+  const struct option *o = longopts;
+  size_t n = 0;
+  for (; o && o->name && n + 1 < max; o++)
+    names[n++] = o->name;
+  names[n] = NULL;
+}
+
+int unknown_option(const char *usage, const char *const *names, const char *arg) {
+  const char *word = arg;
+  while (*word == '-')
+    word++;
+  const char *near = word > arg ? nearest_n(names, word, strcspn(word, "=")) : NULL;
+  if (near)
+    return usage_error(usage, "unknown option '%s' (did you mean --%s?)", arg, near);
+  return usage_error(usage, "unknown option '%s'", arg);
+}
+
 /* Whether `cmd` can be executed, searching PATH as execvp does.  Returns 0,
  * or the shell's exit status (127 not found, 126 not executable) after
  * the shell's one-line message; nothing is created before this. */
@@ -201,6 +258,18 @@ void set_env(bool verbose, const char *name, const char *value) {
  * its name can be printed and a bad one refused.  -o: an existing folder
  * must be ours and not writable by others; the default name is always a
  * new folder ("-1", "-2" ... when taken: the pid is easy to guess). */
+/* A folder that cannot be made: one line, no usage (the usage was right). */
+static int folder_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int folder_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("xptrace: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
 int output_dir_prepare(const char *usage, const char *output, const char *command0,
                               char *dir, size_t len) {
   if (output && !*output)
@@ -214,16 +283,16 @@ int output_dir_prepare(const char *usage, const char *output, const char *comman
   if (dir[0] != '/') {
     char cwd[PATH_MAX], joined[2 * PATH_MAX + 1];
     if (!getcwd(cwd, sizeof cwd))
-      return usage_error(usage, "cannot read the current folder: %s", strerror(errno));
+      return folder_error("cannot read the current folder: %s", strerror(errno));
     snprintf(joined, sizeof joined, "%s/%s", cwd, dir);
     if (snprintf(dir, len, "%s", joined) >= (int)len)
-      return usage_error(usage, "output directory name too long");
+      return folder_error("output folder name too long: %s", joined);
   }
   char why[2 * PATH_MAX];
   int err = output ? xpt_dir_prepare(dir, why, sizeof why)
                    : xpt_dir_create_new(dir, len, why, sizeof why);
   if (err)
-    return usage_error(usage, "%s", why);
+    return folder_error("%s", why);
   return 0;
 }
 
@@ -283,8 +352,8 @@ void print_sample_outputs(const char *dir, bool explain) {
     closedir(d);
   if (best[0]) {
     size_t n = strlen(best) - 7;
-    fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv\n", dir, best, dir,
-            (int)n, best);
+    fprintf(stderr, "xptrace: samples %s/%s (flamegraph.pl, speedscope), %s/%.*s.csv; "
+            "flame graph %s/%.*s.svg (a browser)\n", dir, best, dir, (int)n, best, dir, (int)n, best);
   } else {
     /* Most often a command too short for the rate: said here for `run
      * --sample` (`xptrace sample` says why in its own summary). */

@@ -286,7 +286,11 @@ int cmd_merge(int argc, char **argv) {
     case 'q': quiet = true; break;
     case 'h': fputs(usage_merge, stdout); return 0;
     case ':': return usage_error(usage_merge, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_merge, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_merge, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)

@@ -2,12 +2,15 @@
  * device work, counters, processes, threads), read back from its output
  * folder or trace without running anything again.  See docs/report.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "report_export.h"
 #include "report_load.h"
 #include "report_table.h"
 #include "xpt_slices.h"
@@ -23,11 +26,17 @@ static const char usage_report[] =
     "  --filter REGEX   only functions, trace points, commands, counters matching it\n"
     "                   (POSIX extended); --tree: only samples with a matching frame\n"
     "  --pid PID, --tid TID  only this process / thread\n"
-    "  --tree           the samples' call tree with percentages\n"
+    "  --tree           the samples' call tree with percentages; without samples, that of\n"
+    "                   the function calls (calls, total and self time)\n"
+    "  --graph FUNCTION its callers (every call path to it) and callees (merged)\n"
     "  --depth N        --tree: N levels (default all)\n"
     "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
     "                   ratio = b / a\n"
-    "  --format text|csv|json  (default text)\n"
+    "  --format text|csv|json|pprof|svg  (default text); pprof: a gzipped profile.proto\n"
+    "                   of the samples, else of the function calls (go tool pprof reads it);\n"
+    "                   svg: their flame graph (a browser shows it: click zooms)\n"
+    "  --freq HZ        pprof: the run's sampling rate, for CPU time (default 100)\n"
+    "  -o, --output FILE  write there (created, never overwritten) instead of stdout\n"
     "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
 
 static int parse_count(const char *s, long min, long *out) {
@@ -49,6 +58,43 @@ static int load(struct rp_model *m, const char *path, const struct rp_select *se
   return rc;
 }
 
+/* -o FILE: created, never an existing file overwritten. */
+static int create_output(const char *file) {
+  int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0)
+    fprintf(stderr, "xptrace: report: cannot create %s: %s\n", file, strerror(errno));
+  return fd;
+}
+
+static int export_pprof(const struct rp_model *m, const struct rp_select *sel, double hz,
+                        const char *output, const char *path, int status) {
+  int fd = output ? create_output(output) : STDOUT_FILENO;
+  if (fd < 0)
+    return 1;
+  int err = rp_pprof_write(m, sel, (uint64_t)(1e9 / hz + 0.5), fd);
+  if (output && close(fd) != 0 && !err)
+    err = errno;
+  if (err == ENODATA) {
+    fprintf(stderr, "xptrace: report: %s has no samples and no slices on threads%s: no profile\n",
+            path, sel->have_regex || sel->pid >= 0 || sel->tid >= 0 ? " selected" : "");
+    if (output)
+      unlink(output);
+    return 1;
+  }
+  if (err) {
+    fprintf(stderr, "xptrace: report: cannot write the pprof profile%s%s: %s\n",
+            output ? " " : "", output ? output : "",
+            err == ENOSYS ? "this xptrace was built without zlib" : strerror(err));
+    if (output)
+      unlink(output);
+    return 1;
+  }
+  if (output)
+    fprintf(stderr, "xptrace report: pprof profile in %s (go tool pprof -top %s)\n", output,
+            output);
+  return status;
+}
+
 int cmd_report(int argc, char **argv) {
   static const struct option longopts[] = {
       {"top", required_argument, NULL, 'n'},   {"sort", required_argument, NULL, 's'},
@@ -56,14 +102,16 @@ int cmd_report(int argc, char **argv) {
       {"tid", required_argument, NULL, 't'},   {"tree", no_argument, NULL, 'T'},
       {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
       {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+      {"output", required_argument, NULL, 'o'}, {"graph", required_argument, NULL, 'G'}, {"freq", required_argument, NULL, 'Q'},
       {NULL, 0, NULL, 0}};
   struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
-  const char *other = NULL, *filter = NULL;
+  const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL;
+  double hz = 100; /* xptrace sample's default rate */
   long v;
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
     switch (c) {
     case 'n':
       if (parse_count(optarg, 0, &v))
@@ -73,7 +121,7 @@ int cmd_report(int argc, char **argv) {
     case 's': {
       /* Every column some table has (report_tables.c, report_tree.c). */
       static const char *const columns[] = {
-          "busy",    "category", "command", "count",     "counter", "delta",   "depth",
+          "busy",    "calls",    "category", "change", "command", "count",     "counter", "delta",   "depth",
           "device",  "device_time", "first", "function", "inclusive", "inclusive%", "instants",
           "last",    "max",      "mean",    "min",       "name",    "open",    "pid",
           "queue",   "ratio",    "samples", "self",      "self%",   "slices",  "span",
@@ -119,16 +167,39 @@ int cmd_report(int argc, char **argv) {
         o.format = RP_FMT_CSV;
       else if (!strcmp(optarg, "json"))
         o.format = RP_FMT_JSON;
+      else if (!strcmp(optarg, "pprof"))
+        o.format = RP_FMT_PPROF;
+      else if (!strcmp(optarg, "svg"))
+        o.format = RP_FMT_SVG;
       else
-        return usage_error(usage_report, "unknown format '%s' (known: text, csv, json)", optarg);
+        return usage_error(usage_report,
+                           "unknown format '%s' (known: text, csv, json, pprof, svg)", optarg);
       break;
+    case 'o':
+      output = optarg;
+      break;
+    case 'G':
+      graph = optarg;
+      break;
+    case 'Q': {
+      char *end;
+      errno = 0;
+      hz = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(hz > 0 && hz <= 1e6))
+        return usage_error(usage_report, "--freq wants a rate in Hz, not '%s'", optarg);
+      break;
+    }
     case 'h':
       fputs(usage_report, stdout);
       return 0;
     default:
       if (optopt)
         return usage_error(usage_report, "option '%s' wants a value", argv[optind - 1]);
-      return usage_error(usage_report, "unknown option '%s'", argv[optind - 1]);
+      {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_report, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)
@@ -136,8 +207,15 @@ int cmd_report(int argc, char **argv) {
   if (optind + 1 < argc)
     return usage_error(usage_report, "one PATH only ('%s' is extra; --diff OTHER compares)",
                        argv[optind + 1]);
-  if (o.tree && other)
-    return usage_error(usage_report, "--tree and --diff do not go together");
+  if ((o.tree || graph) && other)
+    return usage_error(usage_report, "--%s and --diff do not go together", graph ? "graph" : "tree");
+  if (o.tree && graph)
+    return usage_error(usage_report, "--tree or --graph, not both");
+  if ((o.format == RP_FMT_PPROF || o.format == RP_FMT_SVG) && (other || o.tree))
+    return usage_error(usage_report, "--format %s is of one run, without --diff or --tree",
+                       o.format == RP_FMT_SVG ? "svg" : "pprof");
+  if (o.format == RP_FMT_PPROF && !output && isatty(STDOUT_FILENO))
+    return usage_error(usage_report, "a pprof profile is binary: -o FILE, or redirect stdout");
   if (filter) {
     int err = regcomp(&o.sel.regex, filter, REG_EXTENDED | REG_NOSUB);
     if (err) {
@@ -156,12 +234,69 @@ int cmd_report(int argc, char **argv) {
     status = 1;
   if (other && load(&b, other, &o.sel) < 0)
     status = 1;
+  if (o.format == RP_FMT_PPROF) {
+    status = export_pprof(&a, &o.sel, hz, output, path, status);
+    rp_model_free(&a);
+    if (o.sel.have_regex)
+      regfree(&o.sel.regex);
+    return status;
+  }
+  FILE *out = stdout;
+  if (output) {
+    int fd = create_output(output);
+    out = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!out) {
+      if (fd >= 0)
+        close(fd);
+      rp_model_free(&a);
+      rp_model_free(&b);
+      if (o.sel.have_regex)
+        regfree(&o.sel.regex);
+      return 1;
+    }
+  }
+  if (o.format == RP_FMT_SVG) {
+    char title[512];
+    snprintf(title, sizeof title, "xptrace report: %s", path);
+    int err = rp_svg_write(&a, &o.sel, title, out);
+    if (err == ENODATA)
+      fprintf(stderr, "xptrace: report: %s has no samples and no slices on threads%s: no flame "
+                      "graph\n", path, o.sel.have_regex || o.sel.pid >= 0 || o.sel.tid >= 0
+                                          ? " selected" : "");
+    else if (err || fflush(out) != 0)
+      fprintf(stderr, "xptrace: report: cannot write the flame graph: %s\n",
+              strerror(err ? err : errno));
+    else if (output)
+      fprintf(stderr, "xptrace report: flame graph in %s (open it in a browser)\n", output);
+    if (out != stdout && fclose(out) != 0 && !err)
+      err = errno;
+    if (err && output)
+      unlink(output);
+    status = err ? 1 : status;
+    rp_model_free(&a);
+    if (o.sel.have_regex)
+      regfree(&o.sel.regex);
+    return status;
+  }
   struct rp_table tables[RP_TABLES_MAX];
   size_t n;
   if (other)
     n = rp_tables_diff(&a, &b, &o.sel, tables);
-  else if (o.tree) {
-    rp_tree_build(&a, &o.sel, o.depth, &tables[0]);
+  else if (graph) {
+    n = rp_graph_build(&a, &o.sel, graph, o.depth, tables);
+    if (tables[0].nrows == 0 && !tables[0].oom) {
+      fprintf(stderr, "xptrace: report: no call of '%s' among the slices on threads of %s\n",
+              graph, path);
+      status = 1;
+    }
+  } else if (o.tree) {
+    bool samples = false;
+    for (size_t k = 0; k < a.nsamples && !samples; k++)
+      samples = rp_sample_selected(&a, &a.samples[k], &o.sel);
+    if (samples || a.ncnodes < 2)
+      rp_tree_build(&a, &o.sel, o.depth, &tables[0]);
+    else
+      rp_calltree_build(&a, &o.sel, o.depth, &tables[0]);
     n = 1;
   } else
     n = rp_tables_build(&a, &o.sel, tables);
@@ -172,8 +307,8 @@ int cmd_report(int argc, char **argv) {
       status = 1;
     }
   }
-  rp_print(stdout, tables, n, &o, path, other);
-  if (fflush(stdout) != 0 && status == 0) {
+  rp_print(out, tables, n, &o, path, other);
+  if ((fflush(out) != 0 || (out != stdout && fclose(out) != 0)) && status == 0) {
     fprintf(stderr, "xptrace: report: cannot write the report: %s\n", strerror(errno));
     status = 1;
   }

@@ -33,13 +33,18 @@ static const char *frame_name(const struct pt_frame *f, char *buf, size_t len) {
 static void load_sample(struct rp_model *m, struct pt_reader *r, const struct pt_packet *p) {
   static struct pt_frame frames[FRAMES_MAX];
   static char names[FRAMES_MAX][96];
+  static struct rp_frame_loc locs[FRAMES_MAX];
   const char *root_first[FRAMES_MAX];
   size_t n = pt_reader_callstack(r, p->seq_id, p->sample.callstack_iid, frames, FRAMES_MAX);
   if (n > FRAMES_MAX) /* the innermost frames are kept */
     n = FRAMES_MAX;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     root_first[n - 1 - i] = frame_name(&frames[i], names[i], sizeof names[i]);
-  rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, n);
+    locs[n - 1 - i] = (struct rp_frame_loc){
+        frames[i].mapping[0] ? rp_str(&m->s, frames[i].mapping) : 0,
+        frames[i].build_id[0] ? rp_str(&m->s, frames[i].build_id) : 0, frames[i].rel_pc};
+  }
+  rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, locs, n);
 }
 
 /* Every packet of r into the model; closes r.  `path` names it in

@@ -170,6 +170,8 @@ void rp_model_free(struct rp_model *m) {
   free(m->ev);
   free(m->samples);
   free(m->framepool);
+  free(m->locpool);
+  free(m->cnodes);
   str_free(&m->s);
   memset(m, 0, sizeof(*m));
 }
@@ -235,7 +237,7 @@ void rp_counter_value(struct rp_model *m, uint64_t uuid, uint64_t ts, double val
 }
 
 void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
-               const char *const *frames, size_t nframes) {
+               const char *const *frames, const struct rp_frame_loc *locs, size_t nframes) {
   GROW(m->samples, m->nsamples, m->samples_cap, m);
   if (m->nsamples == m->samples_cap)
     return;
@@ -248,11 +250,19 @@ void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
     }
     m->framepool = np;
     m->framepool_cap = nc;
+    struct rp_frame_loc *nl = realloc(m->locpool, nc * sizeof(*nl));
+    if (!nl) {
+      m->oom = true;
+      return;
+    }
+    m->locpool = nl;
   }
   struct rp_sample *s = &m->samples[m->nsamples++];
   *s = (struct rp_sample){pid, tid, ts, (uint32_t)m->nframepool, (uint32_t)nframes};
-  for (size_t i = 0; i < nframes; i++)
+  for (size_t i = 0; i < nframes; i++) {
+    m->locpool[m->nframepool] = locs ? locs[i] : (struct rp_frame_loc){0, 0, 0};
     m->framepool[m->nframepool++] = rp_str(&m->s, frames[i]);
+  }
 }
 
 /* ---- finishing ---- */
@@ -320,7 +330,7 @@ bool rp_select_name(const struct rp_select *sel, const char *name) {
 }
 
 struct rp_build {
-  struct rp_map points, devices, funcs, threads, procs, windows;
+  struct rp_map points, devices, funcs, threads, procs, windows, cpath;
   uint32_t windows_cat; /* RP_WINDOWS_STREAM */
 };
 
@@ -372,7 +382,28 @@ static void span(uint64_t *first, uint64_t *last, uint64_t ts) {
 struct rp_open {
   uint64_t ts, child;
   uint32_t name, cat;
+  uint32_t node; /* its call path (rp_cnode), UINT32_MAX: none */
 };
+
+/* The call path of name under parent (added when new). */
+static uint32_t cpath_node(struct rp_model *m, struct rp_build *b, uint32_t parent,
+                           uint32_t name) {
+  if (parent == UINT32_MAX)
+    return UINT32_MAX;
+  bool added;
+  size_t i = map_get(&b->cpath, (uint64_t)parent << 32 | name, m->ncnodes, &added);
+  if (i == SIZE_MAX) {
+    m->oom = true;
+    return UINT32_MAX;
+  }
+  if (added) {
+    GROW(m->cnodes, m->ncnodes, m->cnodes_cap, m);
+    if (m->ncnodes == m->cnodes_cap)
+      return UINT32_MAX; /* out of memory: the key maps to no node, never asked again */
+    m->cnodes[m->ncnodes++] = (struct rp_cnode){.name = name, .parent = parent};
+  }
+  return (uint32_t)i;
+}
 
 static bool selected_track(const struct rp_track *t, const struct rp_select *sel) {
   if (sel->pid >= 0 && t->pid != sel->pid)
@@ -499,7 +530,10 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
       GROW(stack, depth, cap, m);
       if (depth == cap)
         break;
-      stack[depth++] = (struct rp_open){e->ts, 0, e->name, e->cat};
+      uint32_t up = depth ? stack[depth - 1].node : 0, node = UINT32_MAX;
+      if (t->kind == RP_TRACK_THREAD)
+        node = e->cat && e->cat == b->windows_cat ? up : cpath_node(m, b, up, e->name);
+      stack[depth++] = (struct rp_open){e->ts, 0, e->name, e->cat, node};
     } else if (e->type == RP_END) {
       if (depth == 0) {
         m->unmatched_ends++;
@@ -507,6 +541,14 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
       }
       struct rp_open *o = &stack[--depth];
       slice_done(m, b, t, o, e->ts, depth);
+      uint32_t up = depth ? stack[depth - 1].node : 0;
+      if (o->node != UINT32_MAX && o->node != up) { /* a window is no call */
+        struct rp_cnode *c = &m->cnodes[o->node];
+        uint64_t dur = e->ts - o->ts;
+        c->count++;
+        c->total += dur;
+        c->self += dur > o->child ? dur - o->child : 0;
+      }
       if (depth)
         stack[depth - 1].child += e->ts - o->ts;
     }
@@ -562,6 +604,9 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   memset(&b, 0, sizeof(b));
   b.windows_cat = rp_str(&m->s, RP_WINDOWS_STREAM);
   tracks_settle(m);
+  GROW(m->cnodes, m->ncnodes, m->cnodes_cap, m);
+  if (m->ncnodes < m->cnodes_cap && m->ncnodes == 0)
+    m->cnodes[m->ncnodes++] = (struct rp_cnode){0}; /* the root */
   if (m->nev > 1)
     qsort(m->ev, m->nev, sizeof(*m->ev), ev_cmp);
   m->first_ts = UINT64_MAX;
@@ -629,6 +674,7 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   map_free(&b.threads);
   map_free(&b.procs);
   map_free(&b.windows);
+  map_free(&b.cpath);
   return !m->oom;
 }
 

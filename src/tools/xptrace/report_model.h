@@ -46,6 +46,20 @@ struct rp_ev {
   double value;
 };
 
+/* Where a sample's frame is, when the trace says: string ids (mapping 0:
+ * none) and the file offset in the mapping. */
+struct rp_frame_loc {
+  uint32_t mapping, build_id;
+  uint64_t rel_pc;
+};
+
+/* A call path of the slices on threads (function traces): node 0 is the
+ * root; a node is a name under its parent; times in ns. */
+struct rp_cnode {
+  uint32_t name, parent;
+  uint64_t count, total, self;
+};
+
 struct rp_sample {
   int32_t pid, tid;
   uint64_t ts;
@@ -116,6 +130,7 @@ struct rp_model {
   size_t nsamples, samples_cap;
   uint32_t *framepool;
   size_t nframepool, framepool_cap;
+  struct rp_frame_loc *locpool; /* parallel to framepool (NULL: no locations given) */
   uint64_t order;
   bool oom;
   /* built by rp_model_finish */
@@ -131,6 +146,8 @@ struct rp_model {
   size_t nthreads;
   struct rp_process *procs;
   size_t nprocs;
+  struct rp_cnode *cnodes; /* call paths of the selected thread slices */
+  size_t ncnodes, cnodes_cap;
   struct rp_window *windows; /* slices of RP_WINDOWS_STREAM: not trace points */
   size_t nwindows;
   uint64_t total_samples; /* selected */
@@ -153,9 +170,10 @@ void rp_track_other(struct rp_model *m, uint64_t uuid, uint64_t parent, const ch
 void rp_event(struct rp_model *m, uint64_t uuid, uint64_t ts, enum rp_ev_type type,
               const char *name, const char *cat);
 void rp_counter_value(struct rp_model *m, uint64_t uuid, uint64_t ts, double value);
-/* A sample of thread tid: function names, root (outermost) first. */
+/* A sample of thread tid: function names, root (outermost) first, and
+ * where each frame is (NULL: unknown). */
 void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
-               const char *const *frames, size_t nframes);
+               const char *const *frames, const struct rp_frame_loc *locs, size_t nframes);
 
 /* Pair the slices, aggregate what `sel` selects.  False when out of
  * memory. */

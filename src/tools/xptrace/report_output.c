@@ -32,7 +32,7 @@ struct sort_ctx {
 static double sort_value(const struct rp_cell *c, enum rp_kind k) {
   if (c->empty)
     return -INFINITY;
-  return k == RP_K_DNS || k == RP_K_DINT ? fabs(c->v) : c->v;
+  return k == RP_K_DNS || k == RP_K_DINT || k == RP_K_DPCT ? fabs(c->v) : c->v;
 }
 
 static int row_cmp(const void *a, const void *b, void *vctx) {
@@ -73,7 +73,7 @@ static int row_cmp(const void *a, const void *b, void *vctx) {
 }
 
 void rp_table_sort(struct rp_table *t, const struct rp_options *opts) {
-  if (strcmp(t->id, "tree") == 0) /* tree order */
+  if (t->indented) /* tree order */
     return;
   struct sort_ctx ctx = {t, sort_column(t, opts->sort)};
   if (t->nrows > 1) /* cells is NULL with no row */
@@ -138,6 +138,9 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
   case RP_K_RATIO:
     snprintf(buf, len, human ? "%.2fx" : "%.4f", c->v);
     break;
+  case RP_K_DPCT:
+    snprintf(buf, len, human ? "%+.2f" : "%.2f", c->v);
+    break;
   }
   return buf;
 }
@@ -148,7 +151,7 @@ static const char *cell_str(const struct rp_cell *c, enum rp_kind k, bool human,
 static void print_text_table(FILE *out, const struct rp_table *t) {
   if (t->nrows == 0)
     return;
-  bool tree = strcmp(t->id, "tree") == 0;
+  bool tree = t->indented;
   size_t w[RP_COLS_MAX];
   char buf[128];
   for (size_t i = 0; i < t->ncols; i++)
@@ -165,12 +168,10 @@ static void print_text_table(FILE *out, const struct rp_table *t) {
         w[i] = l;
     }
   fprintf(out, "\n%s\n", t->title);
-  /* the tree: percentages first, the indented name last */
-  static const size_t tree_order[] = {3, 5, 2, 4, 1};
   size_t order[RP_COLS_MAX], n = 0;
-  if (tree)
-    for (size_t i = 0; i < 5; i++)
-      order[n++] = tree_order[i];
+  if (t->ntext_order)
+    for (size_t i = 0; i < t->ntext_order; i++)
+      order[n++] = t->text_order[i];
   else
     for (size_t i = 0; i < t->ncols; i++)
       order[n++] = i;
@@ -326,6 +327,9 @@ void rp_print(FILE *out, struct rp_table *tables, size_t n, const struct rp_opti
       first = false;
     }
     fputs("\n}\n", out);
+    break;
+  case RP_FMT_PPROF: /* written by report_pprof.c, report_svg.c */
+  case RP_FMT_SVG:
     break;
   }
 }

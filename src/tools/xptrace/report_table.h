@@ -18,6 +18,7 @@ enum rp_kind {
   RP_K_DNS,   /* a signed difference of nanoseconds */
   RP_K_DINT,  /* a signed difference of counts */
   RP_K_RATIO, /* b / a; empty when a is 0 */
+  RP_K_DPCT,  /* a signed difference of percentages, in points */
 };
 struct rp_cell {
   const char *s; /* RP_K_STR: the model's string (or static) */
@@ -36,9 +37,14 @@ struct rp_table {
   int sort_col;          /* default sort column (descending; names ascending) */
   bool oom;
   char note[160];        /* a line after the table (text), e.g. totals */
+  /* A tree (rows in tree order, column 0 the depth, column 1 the name
+   * indented by it in text); text_order: the columns text shows, in
+   * order (0 entries: all). */
+  bool indented;
+  size_t text_order[RP_COLS_MAX], ntext_order;
 };
 
-enum rp_format { RP_FMT_TEXT, RP_FMT_CSV, RP_FMT_JSON };
+enum rp_format { RP_FMT_TEXT, RP_FMT_CSV, RP_FMT_JSON, RP_FMT_PPROF, RP_FMT_SVG };
 struct rp_options {
   enum rp_format format;
   size_t top;       /* rows per table, 0 = all */
@@ -67,6 +73,17 @@ size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
  * matching frame), `depth` levels (0 = all). */
 void rp_tree_build(const struct rp_model *m, const struct rp_select *sel, size_t depth,
                    struct rp_table *t);
+
+/* The call tree of the slices on threads (function traces): calls,
+ * total and self time per call path; sel's regex keeps the paths through
+ * a matching function. */
+void rp_calltree_build(const struct rp_model *m, const struct rp_select *sel, size_t depth,
+                       struct rp_table *t);
+/* Callers (every call path to it) and callees (its calls, merged over
+ * its outermost calls) of one function of the slices on threads:
+ * tables[0..1]. */
+size_t rp_graph_build(const struct rp_model *m, const struct rp_select *sel, const char *function,
+                      size_t depth, struct rp_table *tables);
 
 /* Sort (by opts->sort when the table has that column), keep the top rows. */
 void rp_table_sort(struct rp_table *t, const struct rp_options *opts);

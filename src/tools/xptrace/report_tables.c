@@ -1,4 +1,5 @@
 /* xptrace report: the sections of one run, and of two side by side. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,6 +417,55 @@ static void diff_one(const struct rp_table *ta, const struct rp_table *tb,
   free(p);
 }
 
+/* The functions of two runs by their shares of each run's samples (runs
+ * of different lengths compare), the change in points, and the noise:
+ * two standard errors of the change, binomial from the counts. */
+static void diff_functions(const struct rp_table *ta, const struct rp_table *tb, uint64_t na,
+                           uint64_t nb, struct rp_table *t) {
+  rp_table_init(t, "functions", "Top functions (samples), shares a -> b");
+  rp_table_col(t, "function", RP_K_STR);
+  rp_table_col(t, "self%_a", RP_K_PCT);
+  rp_table_col(t, "self%_b", RP_K_PCT);
+  rp_table_col(t, "change", RP_K_DPCT);
+  rp_table_col(t, "noise", RP_K_PCT);
+  rp_table_col(t, "self_a", RP_K_INT);
+  rp_table_col(t, "self_b", RP_K_INT);
+  rp_table_col(t, "inclusive%_a", RP_K_PCT);
+  rp_table_col(t, "inclusive%_b", RP_K_PCT);
+  rp_table_col(t, "note", RP_K_STR);
+  t->sort_col = 3;
+  size_t np, quiet = 0, moved = 0;
+  struct rp_pair *p = pair_rows(ta, tb, 1, &np);
+  for (size_t i = 0; i < np; i++) {
+    struct rp_cell *c = rp_table_row(t);
+    if (!c)
+      break;
+    const struct rp_cell *x = p[i].a, *y = p[i].b;
+    set_s(&c[0], (x ? x : y)[0].s);
+    double sa = na ? (x ? x[1].v : 0) / (double)na : 0, sb = nb ? (y ? y[1].v : 0) / (double)nb : 0;
+    set(&c[1], 100 * sa);
+    set(&c[2], 100 * sb);
+    set(&c[3], 100 * (sb - sa));
+    double var = (na ? sa * (1 - sa) / (double)na : 0) + (nb ? sb * (1 - sb) / (double)nb : 0);
+    set(&c[4], 200 * sqrt(var));
+    set(&c[5], x ? x[1].v : 0);
+    set(&c[6], y ? y[1].v : 0);
+    if (x)
+      set(&c[7], x[4].v);
+    if (y)
+      set(&c[8], y[4].v);
+    bool noise = fabs(100 * (sb - sa)) <= 200 * sqrt(var);
+    set_s(&c[9], noise ? "noise" : "");
+    quiet += noise;
+    moved += !noise;
+  }
+  free(p);
+  snprintf(t->note, sizeof t->note,
+           "samples a %llu, b %llu; change: b - a in points of each run's samples; %zu row(s) "
+           "changed by more than their noise (2 standard errors), %zu within it",
+           (unsigned long long)na, (unsigned long long)nb, moved, quiet);
+}
+
 size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
                       const struct rp_select *sel, struct rp_table *tables) {
   /* column names ("total_a"): alive as long as the program */
@@ -432,7 +482,9 @@ size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
   size_t n = 0;
   for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
     for (size_t i = 0; i < na && i < nb; i++)
-      if (strcmp(ta[i].id, specs[s].id) == 0)
+      if (strcmp(ta[i].id, specs[s].id) == 0 && s == 0)
+        diff_functions(&ta[i], &tb[i], a->total_samples, b->total_samples, &tables[n++]);
+      else if (strcmp(ta[i].id, specs[s].id) == 0)
         diff_one(&ta[i], &tb[i], &specs[s], names[s], &tables[n++]);
   for (size_t i = 0; i < na; i++)
     rp_table_free(&ta[i]);

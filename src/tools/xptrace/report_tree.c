@@ -115,6 +115,11 @@ void rp_tree_build(const struct rp_model *m, const struct rp_select *sel, size_t
   rp_table_col(out, "inclusive%", RP_K_PCT);
   rp_table_col(out, "self", RP_K_INT);
   rp_table_col(out, "self%", RP_K_PCT);
+  /* text: percentages first, the indented name last */
+  static const size_t order[] = {3, 5, 2, 4, 1};
+  out->indented = true;
+  out->ntext_order = 5;
+  memcpy(out->text_order, order, sizeof order);
   struct tree t = {.cap = 256};
   t.n = calloc(t.cap, sizeof(*t.n));
   if (!t.n) {

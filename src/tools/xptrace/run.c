@@ -43,8 +43,9 @@ static const char usage_run[] =
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
     "      --functions [REGEX]  trace function entries and exits (all, or those whose\n"
-    "                           whole name matches REGEX; see docs/functions.md)\n"
-    "      --exclude REGEX      with --functions: not these functions\n"
+    "                           name REGEX is found in: ^ and $ anchor it; given again,\n"
+    "                           either one; see docs/functions.md)\n"
+    "      --exclude REGEX      with --functions: not these functions (accumulates too)\n"
     "      --depth N            with --functions: record nesting levels 1 to N only\n"
     "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
     "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
@@ -73,6 +74,28 @@ typedef struct run_options {
   bool functions;
   const char *fn_select, *fn_exclude, *fn_depth, *fn_min_duration;
 } run_options_t;
+
+/* Several --functions (--exclude): either one matches, as uftrace's -F. */
+enum { FN_REGEX_MAX = 4096 };
+static char fn_select_buf[FN_REGEX_MAX], fn_exclude_buf[FN_REGEX_MAX];
+static const char *fn_accumulate(char *buf, const char *so_far, const char *re) {
+  char prev[FN_REGEX_MAX];
+  snprintf(prev, sizeof prev, "%s", so_far ? so_far : "");
+  int n = so_far ? snprintf(buf, FN_REGEX_MAX, "(%s)|(%s)", prev, re)
+                 : snprintf(buf, FN_REGEX_MAX, "%s", re);
+  if (n < 0 || n >= FN_REGEX_MAX)
+    return NULL;
+  return buf;
+}
+
+/* Each regex on its own: the message names the one that is wrong. */
+static bool fn_regex_ok(const char *re) {
+  regex_t r;
+  if (!fn_regex_compile(re, &r))
+    return false;
+  regfree(&r);
+  return true;
+}
 
 /* --functions: the settings travel in XPTRACE_FUNCTIONS*, the library
  * goes first in LD_PRELOAD (its hooks must win over glibc's no-ops). */
@@ -179,6 +202,9 @@ static void print_function_table(const char *trace, const struct xpt_slice_table
   fflush(stderr);
   if (slices->n)
     report_slices_table(stderr, slices, 20, trace);
+  else if (finished_here && getenv("XPTRACE_FUNCTIONS"))
+    fprintf(stderr, "xptrace: --functions '%s' recorded no call: no function whose name it is "
+                    "found in ran (docs/functions.md)\n", getenv("XPTRACE_FUNCTIONS"));
   else if (finished_here)
     /* An unmodified or -pg build is patched only where a regex asks. */
     fprintf(stderr, "xptrace: --functions recorded no call: the program has no compiler hooks "
@@ -209,7 +235,8 @@ static bool run_recorded(char *const *leaves, size_t n) {
  * except for an MPI rank (the ranks share the folder: `xptrace merge`
  * joins them once all have ended). */
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
-                          const char *token, const char *samples, bool fn_table, bool hint) {
+                          const char *token, const char *samples, bool fn_table, bool hint,
+                          const char *counters, bool sampled) {
   fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
@@ -219,7 +246,13 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
   /* A program that never calls XPTI (most do not) leaves nothing to
    * finish or count: said once, with what would trace it. */
   bool recorded = run_recorded(leaves, n);
-  if (!recorded && (chosen[0] || chosen[1]))
+  /* Counters and samples are taken from outside it: not "no events". */
+  if (!recorded && (chosen[0] || chosen[1]) && (counters[0] || sampled))
+    fprintf(stderr, "xptrace: the program made no XPTI calls: no trace points of its own%s\n",
+            counters[0] && sampled ? " (counters and samples below)"
+            : counters[0]          ? " (its counters below)"
+                                   : " (its samples below)");
+  else if (!recorded && (chosen[0] || chosen[1]))
     fprintf(stderr, "xptrace: the program made no XPTI calls: no events to trace or count%s\n",
             hint ? " (--functions traces its functions, --sample samples it)" : "");
   if (chosen[0]) {
@@ -260,6 +293,8 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
     xpt_slices_free(&slices);
   }
+  if (counters[0])
+    fprintf(stderr, "xptrace: counters %s (xptrace report --top 0 %s)\n", counters, dir);
   if (chosen[1]) {
     int found = 0;
     for (size_t i = 0; i < n; i++) {
@@ -293,7 +328,8 @@ static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid)
 
 static void run_after(const void *ctx) {
   const run_outputs_t *r = ctx;
-  counters_finish(r->counters, r->dir, r->token); /* before the merge, which takes them */
+  char counters[PATH_MAX + 64];
+  counters_finish(r->counters, r->dir, r->token, counters, sizeof counters); /* before the merge */
   char samples[PATH_MAX + 64] = ""; /* the samples trace: the merge takes it too */
 #ifdef XPTRACE_HAVE_PERF
   if (r->sample) { /* the timer sampler's recordings (sample_timer.c), before the merge */
@@ -303,7 +339,7 @@ static void run_after(const void *ctx) {
   }
 #endif
   print_outputs(r->dir, r->chosen, r->format, r->token, samples, r->fn_table,
-                !r->sample && !r->functions);
+                !r->sample && !r->functions, counters, r->sample);
   if (r->sample)
     print_sample_outputs(r->dir, true);
 }
@@ -357,18 +393,28 @@ int cmd_run(int argc, char **argv) {
     case OPT_LEVEL_ZERO: o.level_zero = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_PERIODS: periods = optarg; break;
-    case OPT_FUNCTIONS:
+    case OPT_FUNCTIONS: {
       o.functions = true;
-      o.fn_select = optarg;
+      const char *re = optarg;
       /* "--functions REGEX -- cmd": a word before a later "--" is the regex. */
       if (!optarg && optind < argc && argv[optind][0] != '-')
         for (int i = optind + 1; i < argc; ++i)
           if (strcmp(argv[i], "--") == 0) {
-            o.fn_select = argv[optind++];
+            re = argv[optind++];
             break;
           }
+      if (re && !fn_regex_ok(re))
+        return usage_error(usage_run, "'%s' is not a regular expression", re);
+      if (re && !(o.fn_select = fn_accumulate(fn_select_buf, o.fn_select, re)))
+        return usage_error(usage_run, "--functions: the regular expressions are too long");
       break;
-    case OPT_FN_EXCLUDE: o.fn_exclude = optarg; break;
+    }
+    case OPT_FN_EXCLUDE:
+      if (!fn_regex_ok(optarg))
+        return usage_error(usage_run, "'%s' is not a regular expression", optarg);
+      if (!(o.fn_exclude = fn_accumulate(fn_exclude_buf, o.fn_exclude, optarg)))
+        return usage_error(usage_run, "--exclude: the regular expressions are too long");
+      break;
     case OPT_FN_DEPTH: o.fn_depth = optarg; break;
     case OPT_FN_MIN_DURATION: o.fn_min_duration = optarg; break;
     case OPT_COUNTERS: counters = optarg; break;
@@ -376,7 +422,11 @@ int cmd_run(int argc, char **argv) {
     case 'v': o.verbose = true; break;
     case 'h': fputs(usage_run, stdout); return 0;
     case ':': return usage_error(usage_run, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_run, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_run, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)

@@ -90,7 +90,11 @@ int cmd_sample(int argc, char **argv) {
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
     case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
-    default: return usage_error(usage_sample, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      const char *names[64];
+      option_names(longopts, names, 64);
+      return unknown_option(usage_sample, names, argv[optind - 1]);
+    }
     }
   }
   if (optind >= argc)

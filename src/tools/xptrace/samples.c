@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flamegraph.h"
 #include "xpt_files.h"
 
 bool xs_grow(void *v, size_t *cap, size_t n, size_t sz) {
@@ -408,6 +409,21 @@ static void symbolize(xs_session_t *s) {
 
 /* ---- folded, csv, summary ---- */
 
+/* The flame graph of a folded file just written (dir/samples*.folded). */
+static void folded_svg(const xs_session_t *s, const char *folded_path, xs_clock_t clock) {
+  const char *name = strrchr(folded_path, '/');
+  name = name ? name + 1 : folded_path;
+  char svg[128], title[256];
+  size_t stem = strlen(name) - strlen(".folded");
+  snprintf(svg, sizeof svg, "%.*s.svg", (int)stem, name);
+  const char *base = strrchr(s->o.command, '/');
+  snprintf(title, sizeof title, "%s: %s samples", base ? base + 1 : s->o.command,
+           clock == XS_CPUTIME ? "CPU-time" : "wall-time");
+  int err = fg_folded_to_svg(s->o.dir, name, svg, title);
+  if (err)
+    fprintf(stderr, "xptrace: cannot write %s/%s: %s\n", s->o.dir, svg, strerror(err));
+}
+
 typedef struct fn {
   const char *name, *module;
   uint64_t self, incl, stamp;
@@ -604,6 +620,8 @@ static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
       fprintf(f, "%s %llu\n", a.lines[i]->text, (unsigned long long)a.lines[i]->count);
     if (fclose(f) != 0)
       fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
+    else
+      folded_svg(s, path, clock); /* samples.svg beside it (flamegraph.h) */
   } else if (total) {
     fprintf(stderr, "xptrace: cannot write %s: %s\n", path, strerror(errno));
   }

@@ -35,9 +35,11 @@ static const char usage_main[] =
     "causal: which source line, made faster, would make the program faster.\n"
     "finish: write the traces of recordings a killed or crashed program left.\n"
     "merge: one trace from the traces of many processes, runs or hosts.\n"
-    "report: top functions, trace points, device time, counters of a run's output.\n"
-    "'xptrace run --help' and 'xptrace sample --help' list the options, 'xptrace avail'\n"
-    "the collectors and environment variables.\n";
+    "report: top functions, trace points, device time, counters of a run's output;\n"
+    "        call trees, flame graphs (--format svg), pprof profiles (--format pprof).\n"
+    "avail: the collectors, counters and environment variables.\n"
+    "'xptrace SUBCOMMAND --help' lists its options (run, sample, finish, merge, report,\n"
+    "avail, causal).\n";
 
 
 int main(int argc, char **argv) {
@@ -67,7 +69,13 @@ int main(int argc, char **argv) {
     printf("xptrace %s (XPTI %s)\n", XPTRACE_VERSION, XPTI_VERSION_STRING);
     return 0;
   }
+  static const char *const subs[] = {"run", "sample", "finish", "merge", "report", "avail",
+                                     "causal", NULL};
+  static const char *const opts[] = {"help", "version", NULL};
   if (sub[0] == '-')
-    return usage_error(usage_main, "unknown option '%s'", sub);
+    return unknown_option(usage_main, opts, sub);
+  const char *near = nearest_name(subs, sub);
+  if (near)
+    return usage_error(usage_main, "unknown subcommand '%s' (did you mean %s?)", sub, near);
   return usage_error(usage_main, "unknown subcommand '%s'", sub);
 }

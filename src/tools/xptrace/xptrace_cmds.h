@@ -59,6 +59,14 @@ bool lib_exists(const char *library);
 
 /* One line naming the problem, then the usage; returns EXIT_USAGE. */
 int usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "unknown option 'ARG'" with the nearest of `names` (NULL-ended, no
+ * dashes) when one is close: "(did you mean --NAME?)"; then the usage. */
+int unknown_option(const char *usage, const char *const *names, const char *arg);
+/* The long option names of a getopt table, NULL-ended (at most max - 1). */
+void option_names(const void *longopts, const char **names, size_t max);
+/* The name in `names` nearest to `word` (edit distance <= 2, at most
+ * half its length), NULL when none. */
+const char *nearest_name(const char *const *names, const char *word);
 /* 0, or the shell's status (127/126) after its one-line message. */
 int command_check(const char *cmd);
 /* "SIGSEGV" for 11. */
