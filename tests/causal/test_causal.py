@@ -405,7 +405,7 @@ def scenario_barrier():
     for CPUs and B's line does help; the truth is the same program really
     edited (builds a50, a0, b0), timed around each prediction.  A model that
     charged a waiting thread the delays of its wait, or counted its wait
-    for a CPU after a wake-up as line time, gave A@100 ~ +85 %."""
+    for a CPU after a wake-up as line time, gave A@100 ~ +85-89 %."""
     if SANITIZE:
         print("SKIP: statistical test; the sanitizers' cost changes the timing it measures")
         sys.exit(77)
@@ -433,12 +433,15 @@ def scenario_barrier():
         pred, blocks = predicted(out, line, speedup="%.2f" % (int(sp) / 100))
         print("%s at %s %%: predicted %+.1f %% (%r), real %+.1f %%"
               % (tag, sp, pred, blocks, truth))
-        # Over-predicting is the failure that misleads (the old +85 %):
-        # at most 15 points above the truth.  Under a load of several busy
+        # Over-predicting is the failure that misleads (the old +89 % for
+        # +50 %, and +32 % for B's line that never helps): at most 25
+        # points above the truth.  The model's own error, on a quiet
+        # machine: A@100 up to +19 (its delays come at the 4 ms kernel
+        # tick, late), A@50 down to -15.  Under a load of several busy
         # processes per core the edited program also gains the CPU its
         # line no longer takes from the other thread, which a virtual
         # speedup does not see: up to 30 points below (docs/causal.md).
-        if not truth - 30 <= pred <= truth + 15:
+        if not truth - 30 <= pred <= truth + 25:
             fail("%s at %s %% predicts %+.1f %%, the edited program is %+.1f %% faster"
                  % (tag, sp, pred, truth))
 
