@@ -1,0 +1,105 @@
+"""Accuracy of `xptrace sample` on programs of known shape (shape_work.c),
+under both methods: the shares of the profile against the threads' CPU
+times as the kernel counted them in the same run (printed by the program).
+
+usage: test_shapes.py MODE XPTRACE SHAPE_WORK TESTS_DIR SCRATCH
+MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
+Exit 77 (skipped) where the method cannot run here.
+
+Tolerance: 5 points or 3 binomial standard deviations of the samples
+taken, whichever is larger (at 100 Hz, ~200 samples: ~10 points).  The
+wrong answers these tests were written against were 40 points off
+(perf at 100 Hz: 91/9 for 50/50) or put 42-51 % of the time in `st`,
+a function that only calls `short_work`."""
+import math
+import os
+import re
+import shutil
+import sys
+
+mode, xptrace, work, tests, scratch = sys.argv[1:6]
+sys.path.insert(0, os.path.join(tests, "sampler"))
+from samples import Checker, run, read_folded, total  # noqa: E402
+
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+c = Checker(mode)
+method = mode.split("-")[0]
+freq = "100" if mode.endswith("-100") else "1000"
+sanitized = bool(os.environ.get("XPTRACE_TEST_SANITIZE"))
+if method == "timer" and sanitized:
+    print(f"SKIP [{mode}]: the sanitized sampler cannot go into an unsanitized fixture")
+    sys.exit(77)
+
+
+def xp(*args):
+    return run([xptrace] + list(args), cwd=scratch, timeout=170)
+
+
+rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")
+if method == "perf" and "using the timer method" in err:
+    print(f"SKIP [{mode}]: {err.strip()}")
+    sys.exit(77)
+
+
+def sample(name, *cmd):
+    rc, out, err = xp("sample", "--method", method, "-f", freq, "-o", name, "--", work, *cmd)
+    c.check(rc == 0, f"exit {rc}: {err}")
+    stacks = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+    m = re.search(r"^cpu (.*)$", out, re.M)
+    cpu = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())} if m else {}
+    c.check(bool(cpu), f"the program printed no CPU times: {out} {err}")
+    return err, stacks, cpu
+
+
+def incl(stacks, fn):
+    return sum(k for f, k in stacks if fn in f[1:])
+
+
+def self_(stacks, fn):
+    return sum(k for f, k in stacks if f[-1] == fn)
+
+
+def within(name, got, want, n):
+    tol = max(5.0, 300.0 * math.sqrt(max(want, 1) / 100 * max(100 - want, 1) / 100 / max(n, 1)))
+    print(f"{name}: {got:.1f}% (truth {want:.1f}% from the kernel's CPU times, +- {tol:.1f})")
+    c.check(abs(got - want) <= tol, f"{name} {got:.1f}% against {want:.1f}% +- {tol:.1f}")
+
+
+if mode.startswith(("timer-short", "perf-short")):
+    # One long thread next to 500 threads of 2 ms, one after the other.
+    err, st, cpu = sample("s", "short", "500", "2")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if n:
+        within("long_work", 100.0 * incl(st, "long_work") / n, 100.0 * cpu.get("long", 0) / all_cpu, n)
+        within("st (short threads)", 100.0 * incl(st, "st") / n, 100.0 * cpu.get("short", 0) / all_cpu, n)
+        # st only calls short_work: its own samples are misattributed.
+        st_self = 100.0 * self_(st, "st") / n
+        print(f"st self {st_self:.1f}%, short_work self {100.0 * self_(st, 'short_work') / n:.1f}%")
+        c.check(st_self <= 3, f"st has {st_self:.1f}% self time; it only calls short_work")
+        c.check(self_(st, "short_work") >= 0.85 * incl(st, "st"),
+                f"short_work {self_(st, 'short_work')} of st's {incl(st, 'st')} samples")
+    c.check(n >= 0.5 * all_cpu * float(freq), f"{n} samples for {all_cpu:.3f} CPU-s at {freq} Hz")
+    # Never the kernel-time explanation for threads that ran user code.
+    c.check("its time was in the kernel" not in err, f"a false kernel-time diagnosis: {err}")
+    if method == "timer":
+        c.check(re.search(r"\d+ stack captures stand for the \d+ cputime samples", err),
+                f"captures and weighted samples not told apart: {err}")
+elif mode == "perf-read":
+    # A thread in read() (kernel time) next to one computing: as root the
+    # perf method samples the kernel too and the split is the CPU times'.
+    err, st, cpu = sample("r", "read", "500")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if os.geteuid() != 0 and not re.search(r"kernel frames", err):
+        c.check("kernel" in err, f"kernel time not sampled and not said: {err}")
+    elif n:
+        within("read_work", 100.0 * incl(st, "read_work") / n, 100.0 * cpu.get("read", 0) / all_cpu, n)
+        within("compute_work", 100.0 * incl(st, "compute_work") / n, 100.0 * cpu.get("compute", 0) / all_cpu, n)
+        kernel = sum(k for f, k in st if "read_work" in f and f[-1].endswith("_[k]"))
+        c.check(kernel >= 0.5 * incl(st, "read_work"),
+                f"{kernel} of read_work's {incl(st, 'read_work')} samples with kernel frames")
+else:
+    c.check(False, f"unknown mode {mode}")
+sys.exit(c.done())
