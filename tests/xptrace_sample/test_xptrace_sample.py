@@ -11,7 +11,7 @@ import sys
 
 mode, xptrace, work, helpers, scratch = sys.argv[1:6]
 sys.path.insert(0, helpers)
-from samples import Checker, run, read_folded, inclusive, total  # noqa: E402
+from samples import user_frames, Checker, run, read_folded, inclusive, total  # noqa: E402
 
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
@@ -38,7 +38,8 @@ def expect_usage_error(want, *args):
 
 
 def folded(out, name="samples.folded"):
-    return read_folded(os.path.join(scratch, out, name))
+    st = read_folded(os.path.join(scratch, out, name))
+    return user_frames(st) if st is not None else None
 
 
 if mode == "bad-input":
