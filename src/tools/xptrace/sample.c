@@ -142,7 +142,7 @@ int cmd_sample(int argc, char **argv) {
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
             periods ? "--periods" : "--clock realtime");
   } else if (perf) {
-    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384};
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);

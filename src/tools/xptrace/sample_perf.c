@@ -496,10 +496,12 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   }
   close(go[0]);
   launch_forward_signals(pid);
+  if (launch_on_fork) /* xptrace run --counters */
+    launch_on_fork(pid, launch_on_fork_ctx);
 
   const char *base = strrchr(command[0], '/');
-  xs_options_t so = {o->dir,     command[0], "perf", effective_hz(o), o->depth, o->demangle, true,
-                     false,      NULL,       0,      {effective_hz(o), 0}};
+  xs_options_t so = {o->dir,     command[0],    "perf", effective_hz(o), o->depth, o->demangle, true,
+                     false,      o->trace_path, o->trace_path_len, {effective_hz(o), 0}};
   perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o, .root = pid};
   probe_scope(o, &s.kernel, &s.per_cpu);
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);

@@ -18,6 +18,8 @@ typedef struct sample_perf_opts {
   bool fp;             /* frame-pointer call chains instead of DWARF unwinding */
   bool demangle;       /* C++ names demangled */
   unsigned stack_size; /* bytes of user stack copied per sample (DWARF) */
+  char *trace_path;    /* when set: gets the samples trace's path ("" none) */
+  size_t trace_path_len;
 } sample_perf_opts_t;
 
 /* Whether this kernel lets us sample a child of ours; false with the
