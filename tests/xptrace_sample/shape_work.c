@@ -9,6 +9,9 @@
  *   read MS     compute_work spins MS ms of CPU in one thread while
  *               another spends MS ms of CPU in read_work: read() of
  *               /dev/zero, 64 KiB at a time (kernel time)
+ *   loop S      for S seconds of wall time, calls spin_40, spin_30, spin_20
+ *               and spin_10 for 4, 3, 2 and 1 ms of CPU in turn: in any
+ *               window of many rounds, 40/30/20/10 (for attaching)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -39,6 +42,25 @@ static double thread_cpu(void) {
 SPIN_FN(long_work, 1ull)
 SPIN_FN(short_work, 3ull)
 SPIN_FN(compute_work, 5ull)
+SPIN_FN(spin_40, 7ull)
+SPIN_FN(spin_30, 9ull)
+SPIN_FN(spin_20, 11ull)
+SPIN_FN(spin_10, 13ull)
+
+static int run_loop(double seconds) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  printf("ready\n");
+  fflush(stdout);
+  do {
+    spin_40(4);
+    spin_30(3);
+    spin_20(2);
+    spin_10(1);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+  return 0;
+}
 
 static double ms = 1, long_cpu, short_cpu, read_cpu;
 static int nshort = 500;
@@ -124,6 +146,8 @@ int main(int argc, char **argv) {
     ms = argc > 2 ? atof(argv[2]) : 500;
     return ms > 0 ? run_read() : 2;
   }
-  fprintf(stderr, "usage: shape_work short N MS | read MS\n");
+  if (strcmp(mode, "loop") == 0)
+    return run_loop(argc > 2 ? atof(argv[2]) : 10);
+  fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
   return 2;
 }

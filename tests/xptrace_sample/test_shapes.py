@@ -6,6 +6,8 @@ usage: test_shapes.py MODE XPTRACE SHAPE_WORK TESTS_DIR SCRATCH
 MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
       | perf-short-thread (inherited per-thread events, user space only, as
         an unprivileged user gets them: what is lost is said, truly)
+      | perf-attach (xptrace sample -p PID on a running program, 1 s after
+        its start: its 40/30/20/10 rounds)
 Exit 77 (skipped) where the method cannot run here.
 
 Tolerance: 5 points or 3 binomial standard deviations of the samples
@@ -62,8 +64,8 @@ def self_(stacks, fn):
     return sum(k for f, k in stacks if f[-1] == fn)
 
 
-def within(name, got, want, n):
-    tol = max(5.0, 300.0 * math.sqrt(max(want, 1) / 100 * max(100 - want, 1) / 100 / max(n, 1)))
+def within(name, got, want, n, least=5.0):
+    tol = max(least, 300.0 * math.sqrt(max(want, 1) / 100 * max(100 - want, 1) / 100 / max(n, 1)))
     print(f"{name}: {got:.1f}% (truth {want:.1f}% from the kernel's CPU times, +- {tol:.1f})")
     c.check(abs(got - want) <= tol, f"{name} {got:.1f}% against {want:.1f}% +- {tol:.1f}")
 
@@ -102,6 +104,23 @@ elif mode == "perf-read":
         kernel = sum(k for f, k in st if "read_work" in f and f[-1].endswith("_[k]"))
         c.check(kernel >= 0.5 * incl(st, "read_work"),
                 f"{kernel} of read_work's {incl(st, 'read_work')} samples with kernel frames")
+elif mode == "perf-attach":
+    import subprocess
+    import time
+    prog = subprocess.Popen([work, "loop", "6"], stdout=subprocess.PIPE, text=True)
+    c.check(prog.stdout.readline().strip() == "ready", "shape_work loop did not start")
+    time.sleep(1)
+    rc, out, err = xp("sample", "-f", "1000", "-p", str(prog.pid), "--duration", "2", "-o", "a")
+    c.check(rc == 0 and f"attached to shape_work (pid {prog.pid})" in err, f"attach: {rc} {err}")
+    st = read_folded(os.path.join(scratch, "a", "samples.folded")) or []
+    n = total(st)
+    c.check(n >= 500, f"{n} samples in 2 s at 1 kHz")
+    for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+        if n:
+            within(fn, 100.0 * incl(st, fn) / n, want, n, least=3.0)
+    c.check(prog.wait(timeout=60) == 0, "the program did not end well after the attach")
+    rc, out, err = xp("sample", "-p", "999999999", "-o", "gone")
+    c.check(rc == 2 or (rc == 1 and "cannot attach to" in err), f"attach to no process: {rc} {err}")
 elif mode == "perf-short-thread":
     # Inherited events lose the period in progress whenever a thread ends:
     # the shares are wrong here (the long thread reads ~90 %), and the

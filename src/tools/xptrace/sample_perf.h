@@ -32,4 +32,11 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len);
 int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(const void *),
                     const void *ctx);
 
+/* Sample running processes (every thread, and the children they start)
+ * until they end, Ctrl-C or `duration` seconds (0: no limit); write the
+ * outputs.  Needs per-CPU events (said in one line when refused).
+ * Returns 0, or 1 after one line. */
+#include <sys/types.h>
+int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sample_perf_opts_t *o);
+
 #endif /* XPTRACE_SAMPLE_PERF_H */

@@ -131,6 +131,12 @@ void reader_init(reader_t *r, ring_t *rings, size_t n, bool per_cpu, pid_t root)
   tree_add(r, root);
 }
 
+void reader_add(reader_t *r, pid_t pid) {
+  pthread_mutex_lock(&r->lock);
+  tree_add(r, pid);
+  pthread_mutex_unlock(&r->lock);
+}
+
 void reader_poll(reader_t *r) {
   pthread_mutex_lock(&r->lock);
   for (size_t i = 0; r->per_cpu && i < r->nrings; ++i)

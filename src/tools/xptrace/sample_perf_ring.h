@@ -44,6 +44,8 @@ typedef struct reader {
 
 /* `root`: the command's pid, the tree's first process. */
 void reader_init(reader_t *r, ring_t *rings, size_t n, bool per_cpu, pid_t root);
+/* One more process whose records are kept (attaching). */
+void reader_add(reader_t *r, pid_t pid);
 /* Start the reading thread; false: the caller reads with reader_poll. */
 bool reader_start(reader_t *r);
 /* Without the thread (before start, after stop): read every ring once. */
