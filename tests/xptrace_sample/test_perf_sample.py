@@ -36,8 +36,9 @@ def sample(name, *cmd, opts=(), env=None):
     # few hundred runs; _dl_start_user runs the libraries' initialisers, 1 of
     # 96 under TSan) are right but not the shape under test.
     stacks = [(f, k) for f, k in stacks if not any(x.startswith("_dl_start") for x in f)]
-    # Kernel frames (sampled as root) are checked by the kernel mode only.
-    return rc, out, err, stacks if mode == "kernel" else user_frames(stacks)
+    # Kernel frames (sampled as root) are checked by the kernel mode only
+    # (and count toward --depth).
+    return rc, out, err, stacks if mode in ("kernel", "depth") else user_frames(stacks)
 
 
 def share(stacks, fn, self_only=True):
@@ -247,7 +248,7 @@ elif mode == "depth":
     # large share of a short run) is shallower than the limit and not cut;
     # every sample at the spin, 200 deep, is cut, marked and 50 deep.
     cut = [(f, k) for f, k in st if len(f) > 1 and f[1] == "[truncated]"]
-    spin = [(f, k) for f, k in st if f[-1] == "main_spin"]
+    spin = [(f, k) for f, k in st if "main_spin" in f]
     uncut_spin = [(f, k) for f, k in spin if (f, k) not in cut]
     c.check(total(spin) >= 20 and not uncut_spin,
             f"{total(spin)} samples at the spin, uncut: {uncut_spin[:1]}; "

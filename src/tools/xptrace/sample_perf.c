@@ -129,6 +129,8 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     return;
   if (s->per_cpu && (pid_t)h.pid == s->root && !s->root_execed)
     return; /* the command before its exec */
+  if ((int32_t)h.tid <= 0)
+    return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
   size_t max = s->o->depth;
   size_t n = 0;
   bool truncated = false;
