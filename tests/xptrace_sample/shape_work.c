@@ -6,6 +6,8 @@
  * usage: shape_work MODE [N] [MS]
  *   short N MS  one thread in long_work for N*MS ms of CPU, and N threads
  *               one after the other, each in st -> short_work for MS ms
+ *   worker N MS the same, both kinds of thread started on one routine,
+ *               worker (a thread pool's shape): long_work vs short_work
  *   read MS     compute_work spins MS ms of CPU in one thread while
  *               another spends MS ms of CPU in read_work: read() of
  *               /dev/zero, 64 KiB at a time (kernel time)
@@ -15,6 +17,7 @@
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,13 +87,18 @@ __attribute__((noinline)) static void *st(void *arg) {
   return NULL;
 }
 
-static int run_short(void) {
+/* One routine for both kinds: arg NULL runs the long work. */
+__attribute__((noinline)) static void *worker(void *arg) {
+  return arg ? st(arg) : long_thread(arg);
+}
+
+static int run_short(bool one_routine) {
   pthread_t l;
-  if (pthread_create(&l, NULL, long_thread, NULL) != 0)
+  if (pthread_create(&l, NULL, one_routine ? worker : long_thread, NULL) != 0)
     return 1;
   for (int i = 0; i < nshort; ++i) {
     pthread_t s;
-    if (pthread_create(&s, NULL, st, NULL) != 0)
+    if (pthread_create(&s, NULL, one_routine ? worker : st, &nshort) != 0)
       return 1;
     pthread_join(s, NULL);
   }
@@ -137,10 +145,10 @@ static int run_read(void) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  if (strcmp(mode, "short") == 0) {
+  if (strcmp(mode, "short") == 0 || strcmp(mode, "worker") == 0) {
     nshort = argc > 2 ? atoi(argv[2]) : 500;
     ms = argc > 3 ? atof(argv[3]) : 1;
-    return nshort > 0 && ms > 0 ? run_short() : 2;
+    return nshort > 0 && ms > 0 ? run_short(mode[0] == 'w') : 2;
   }
   if (strcmp(mode, "read") == 0) {
     ms = argc > 2 ? atof(argv[2]) : 500;

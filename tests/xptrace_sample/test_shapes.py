@@ -6,6 +6,8 @@ usage: test_shapes.py MODE XPTRACE SHAPE_WORK TESTS_DIR SCRATCH
 MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
       | perf-short-thread (inherited per-thread events, user space only, as
         an unprivileged user gets them: what is lost is said, truly)
+      | timer-worker (long and short threads on one start routine: the
+        undelivered periods of short threads are not given the long one's stacks)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
 Exit 77 (skipped) where the method cannot run here.
@@ -104,6 +106,13 @@ elif mode == "perf-read":
         kernel = sum(k for f, k in st if "read_work" in f and f[-1].endswith("_[k]"))
         c.check(kernel >= 0.5 * incl(st, "read_work"),
                 f"{kernel} of read_work's {incl(st, 'read_work')} samples with kernel frames")
+elif mode == "timer-worker":
+    err, st, cpu = sample("w", "worker", "500", "2")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if n:
+        within("long_work", 100.0 * incl(st, "long_work") / n, 100.0 * cpu.get("long", 0) / all_cpu, n)
+        within("short_work", 100.0 * incl(st, "short_work") / n, 100.0 * cpu.get("short", 0) / all_cpu, n)
 elif mode == "perf-attach":
     import subprocess
     import time

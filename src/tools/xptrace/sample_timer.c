@@ -217,9 +217,11 @@ static void meta_record(const srec_any_t *a, void *ctx) {
 /* CPU time the kernel's tick did not deliver: the library charges each
  * thread's undelivered periods at its end to its start routine
  * (SREC_SAMPLE_CHARGED).  Where the time went is what the stacks really
- * captured in threads of the same routine say: the charge is spread over
- * them (500 threads of 1 ms in st -> short_work: the few captured are in
- * short_work, not st).  A routine with no capture keeps its own frame. */
+ * captured in threads like it say: a thread of 4 periods or more, its
+ * own; a shorter one, those of the short threads of the same routine
+ * (500 threads of 1 ms in st -> short_work: the few captured are in
+ * short_work, not st; a long thread sharing a generic `worker` routine
+ * is not like them).  No capture at all: the routine keeps the charge. */
 enum { POOL_KEEP = 1024 }; /* stacks kept per routine (uniform reservoir) */
 
 typedef struct pool_stack {
@@ -229,7 +231,7 @@ typedef struct pool_stack {
 } pool_stack_t;
 
 typedef struct pool {
-  uint64_t routine, seen, missing, given;
+  uint64_t routine, owner, seen, missing, given; /* owner: 1 + the thread; 0: short threads */
   pool_stack_t st[POOL_KEEP];
   size_t nst, next; /* next: the stack the following charge starts from */
   double weight, at, step;
@@ -281,8 +283,11 @@ static void charge_scan(const srec_any_t *a, void *ctx) {
   thread_entry_t *t = r->thread < c->m->nthreads ? &c->m->threads[r->thread] : NULL;
   if (!t || !t->tid || t->charged)
     return;
+  const srec_header_t *h = c->r->h;
+  double period = h->freq[0] > 0 ? 1e9 / h->freq[0] : 1e7;
+  uint64_t owner = t->ended && (double)t->cpu_ns >= 4 * period ? (uint64_t)r->thread + 1 : 0;
   size_t i = 0;
-  while (i < c->npools && c->pools[i]->routine != r->pc[0])
+  while (i < c->npools && (c->pools[i]->routine != r->pc[0] || c->pools[i]->owner != owner))
     ++i;
   if (i == c->npools) {
     pool_t **grown = realloc(c->pools, (c->npools + 1) * sizeof *grown);
@@ -294,6 +299,7 @@ static void charge_scan(const srec_any_t *a, void *ctx) {
       return;
     }
     p->routine = r->pc[0];
+    p->owner = owner;
     c->pools[c->npools++] = p;
   }
   c->pools[i]->missing += r->weight;
