@@ -1,5 +1,5 @@
 /* Names of kernel code addresses for the perf method's kernel frames,
- * from /proc/kallsyms (read once, when the first one is asked). */
+ * from /proc/kallsyms (read once, from ksym_preload or the first ask). */
 #ifndef XPTRACE_SAMPLE_KERNEL_H
 #define XPTRACE_SAMPLE_KERNEL_H
 
@@ -13,5 +13,7 @@ static inline bool ksym_is_kernel(uint64_t addr) { return addr >= 0xffff80000000
  * "[kernel]" when kallsyms hides addresses (kernel.kptr_restrict); the
  * string lives until the program ends: one pointer per function. */
 const char *ksym_name(uint64_t addr);
+/* Start reading the names in the background (sampling kernel time). */
+void ksym_preload(void);
 
 #endif /* XPTRACE_SAMPLE_KERNEL_H */

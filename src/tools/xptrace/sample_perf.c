@@ -24,6 +24,7 @@
 
 #include "counters.h"
 #include "xptrace_cmds.h"
+#include "sample_kernel.h"
 #include "sample_perf_ring.h"
 #include "sample_perf_unwind.h"
 #include "samples.h"
@@ -146,6 +147,8 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
         s->pcs[n++] = pc;
     }
     p += 8 * nr;
+    if (n)
+      ksym_preload(); /* the names, read beside the program (the kernel writes them slowly) */
   }
   if (s->o->fp) {
     uint64_t nr;
