@@ -14,6 +14,8 @@
  *   loop S      for S seconds of wall time, calls spin_40, spin_30, spin_20
  *               and spin_10 for 4, 3, 2 and 1 ms of CPU in turn: in any
  *               window of many rounds, 40/30/20/10 (for attaching)
+ *   phases A B  spins in phase_a for A seconds of wall time, then in
+ *               phase_b for B seconds (for --periods)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -49,6 +51,23 @@ SPIN_FN(spin_40, 7ull)
 SPIN_FN(spin_30, 9ull)
 SPIN_FN(spin_20, 11ull)
 SPIN_FN(spin_10, 13ull)
+SPIN_FN(phase_a, 15ull)
+SPIN_FN(phase_b, 17ull)
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_phases(double a, double b) {
+  double t0 = wall_now();
+  while (wall_now() < t0 + a)
+    phase_a(1);
+  while (wall_now() < t0 + a + b)
+    phase_b(1);
+  return 0;
+}
 
 static int run_loop(double seconds) {
   struct timespec t0, t;
@@ -154,6 +173,8 @@ int main(int argc, char **argv) {
     ms = argc > 2 ? atof(argv[2]) : 500;
     return ms > 0 ? run_read() : 2;
   }
+  if (strcmp(mode, "phases") == 0 && argc > 3)
+    return run_phases(atof(argv[2]), atof(argv[3]));
   if (strcmp(mode, "loop") == 0)
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");

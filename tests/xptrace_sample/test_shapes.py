@@ -8,6 +8,8 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
         an unprivileged user gets them: what is lost is said, truly)
       | timer-worker (long and short threads on one start routine: the
         undelivered periods of short threads are not given the long one's stacks)
+      | perf-periods (--periods of wall time under the perf method: the
+        samples outside the windows are left out)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
 Exit 77 (skipped) where the method cannot run here.
@@ -106,6 +108,17 @@ elif mode == "perf-read":
         kernel = sum(k for f, k in st if "read_work" in f and f[-1].endswith("_[k]"))
         c.check(kernel >= 0.5 * incl(st, "read_work"),
                 f"{kernel} of read_work's {incl(st, 'read_work')} samples with kernel frames")
+elif mode == "perf-periods":
+    # phase_a for the first second, phase_b for 1.5 s after; the window
+    # 1.3-1.8 s after the exec is inside phase_b.
+    rc, out, err = xp("sample", "-f", "1000", "--periods", "realtime:1.3:0.5:1", "-o", "w", "--",
+                      work, "phases", "1", "1.5")
+    c.check(rc == 0 and "method perf (" in err, f"--periods under the perf method: {rc} {err}")
+    st = read_folded(os.path.join(scratch, "w", "samples.folded")) or []
+    a, b = incl(st, "phase_a"), incl(st, "phase_b")
+    print(f"phase_a {a} samples, phase_b {b} (window inside phase_b)")
+    c.check(a == 0 and b >= 20, f"phase_a {a}, phase_b {b} samples")
+    c.check(total(st) <= 0.5 * 1000 * 2 + 50, f"{total(st)} samples in a 0.5 s window at 1 kHz")
 elif mode == "timer-worker":
     err, st, cpu = sample("w", "worker", "500", "2")
     n = total(st)

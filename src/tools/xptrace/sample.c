@@ -107,7 +107,7 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
   int rc = output_dir_prepare(usage_sample, output, name, dir, sizeof dir);
   if (rc)
     return rc;
-  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0};
+  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0};
   char why[256];
   if (!sample_perf_available(&po, why, sizeof why)) {
     fprintf(stderr, "xptrace sample: cannot attach: %s\n", why);
@@ -185,19 +185,24 @@ int cmd_sample(int argc, char **argv) {
   if (method && !perf && strcmp(method, "timer") != 0)
     return usage_error(usage_sample, "unknown method '%s' (perf or timer)", method);
   bool wall = clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME]);
-  if (method && perf && (wall || periods))
-    return usage_error(usage_sample, "--method perf samples CPU time only, without --periods");
   bool fp = strcmp(call_graph, "fp") == 0;
   if (!fp && strcmp(call_graph, "dwarf") != 0)
     return usage_error(usage_sample, "unknown call graph '%s' (dwarf or fp)", call_graph);
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
-  size_t nspecs;
+  size_t nspecs = 0;
   char bad[64];
   if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
     return usage_error(usage_sample,
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
+  /* The perf method keeps windows of wall time (it drops the samples
+   * outside them); CPU-time windows are the timer method's. */
+  bool cpu_windows = false;
+  for (size_t i = 0; periods && i < nspecs; ++i)
+    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
+  if (method && perf && (wall || cpu_windows))
+    return usage_error(usage_sample, "--method perf samples CPU time only, with --periods of realtime windows");
   char sampler[PATH_MAX + 64];
   int rc;
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
@@ -212,12 +217,13 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf && !method && (wall || periods)) {
-    /* Wall time and time windows: only the timer method has them. */
+  if (perf && !method && (wall || cpu_windows)) {
+    /* Wall time and CPU-time windows: only the timer method has them. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
-            periods ? "--periods" : "--clock realtime");
+            cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
   } else if (perf) {
-    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0};
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
+                             periods ? specs : NULL, periods ? nspecs : 0};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);

@@ -24,6 +24,7 @@
 
 #include "counters.h"
 #include "xptrace_cmds.h"
+#include "sampler_config.h"
 #include "sample_kernel.h"
 #include "sample_perf_ring.h"
 #include "sample_perf_unwind.h"
@@ -34,11 +35,12 @@ typedef struct perf_state {
   unw_t *unw;
   const sample_perf_opts_t *o;
   uint64_t *pcs;
-  uint64_t lost, throttled, cut;
+  uint64_t lost, throttled, cut, outside; /* outside: of the --periods windows */
   struct live { pid_t pid, tid; uint64_t base; } *live; /* running threads, their CPU times */
   size_t nlive, cap_live, next_live;
   bool per_cpu, kernel; /* per-CPU events (the reader keeps the tree's records); kernel time */
   bool root_execed;     /* the command's exec seen: its samples count */
+  uint64_t t_exec;      /* its time (CLOCK_MONOTONIC ns), for --periods */
   pid_t root;
 } perf_state_t;
 
@@ -120,6 +122,22 @@ static bool take(const unsigned char **p, const unsigned char *end, void *out, s
   return true;
 }
 
+/* Whether `ns` after the exec is inside a window of wall-time specs
+ * (each: `cycles` times `delay` without, `duration` with; 0 cycles:
+ * forever; after the last, none). */
+static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
+  double t = (double)ns * 1e-9;
+  for (size_t i = 0; i < n; ++i) {
+    double cycle = p[i].delay + p[i].duration;
+    if (p[i].cycles == 0 || t < cycle * (double)p[i].cycles) {
+      double in = t - cycle * (double)(uint64_t)(t / cycle);
+      return in >= p[i].delay;
+    }
+    t -= cycle * (double)p[i].cycles;
+  }
+  return false;
+}
+
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
   struct {
     uint64_t ip;
@@ -132,6 +150,10 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     return; /* the command before its exec */
   if ((int32_t)h.tid <= 0)
     return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
+  if (s->o->nperiods && !in_window(s->o->periods, s->o->nperiods, h.time < s->t_exec ? 0 : h.time - s->t_exec)) {
+    s->outside++;
+    return;
+  }
   size_t max = s->o->depth;
   size_t n = 0;
   bool truncated = false;
@@ -234,8 +256,10 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
     char comm[32];
     snprintf(comm, sizeof comm, "%.*s", (int)(end - 16 - (p + 8)), (const char *)(p + 8));
     bool exec = hdr->misc & PERF_RECORD_MISC_COMM_EXEC;
-    if (exec && (pid_t)ids[0] == s->root)
+    if (exec && (pid_t)ids[0] == s->root && !s->root_execed) {
       s->root_execed = true;
+      s->t_exec = t;
+    }
     if (ids[0] == ids[1] || exec)
       xs_process_name(s->session, (pid_t)ids[0], t, comm, exec);
     xs_thread(s->session, (pid_t)ids[0], (pid_t)ids[1], t, comm);
@@ -596,13 +620,16 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   uint64_t written = s.session && nrings ? xs_session_finish(s.session, &ms) : 1;
   double due = (s.kernel ? cpu : user) * effective_hz(o);
   /* Per-thread events: what the kernel did not sample, with the cause. */
-  if (written && !s.per_cpu && due >= 20 && (double)written < 0.8 * due && !s.lost && !s.throttled)
+  if (written && !o->nperiods && !s.per_cpu && due >= 20 && (double)written < 0.8 * due && !s.lost && !s.throttled)
     fprintf(stderr, "xptrace sample: %llu samples for %.3f CPU-s of %s time at %g Hz (%.0f due): per-thread "
             "events lose the period in progress whenever a thread ends, so threads shorter than a period "
             "go unsampled; per-CPU sampling (root, CAP_PERFMON or kernel.perf_event_paranoid <= 0) has "
             "no such loss, or raise -f\n", (unsigned long long)written, s.kernel ? cpu : user,
             s.kernel ? "user and kernel" : "user", effective_hz(o), due);
-  if (written == 0) {
+  if (written == 0 && o->nperiods) {
+    fprintf(stderr, "xptrace sample: no samples: no sampling window opened before the program ended "
+            "(--periods; %llu samples outside)\n", (unsigned long long)s.outside);
+  } else if (written == 0) {
     /* Never "no samples" without a reason. */
     /* Nothing lost or throttled and a few periods at most: the start-up
      * before the events were enabled is counted but not sampled (true

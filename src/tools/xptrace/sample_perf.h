@@ -20,6 +20,10 @@ typedef struct sample_perf_opts {
   unsigned stack_size; /* bytes of user stack copied per sample (DWARF) */
   char *trace_path;    /* when set: gets the samples trace's path ("" none) */
   size_t trace_path_len;
+  /* --periods of wall time (realtime specs only): samples outside the
+   * windows, counted from the command's exec, are left out. */
+  const struct sampler_period *periods;
+  size_t nperiods;
 } sample_perf_opts_t;
 
 /* Whether this kernel lets us sample a child of ours; false with the
