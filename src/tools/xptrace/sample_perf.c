@@ -3,7 +3,6 @@
  * and handed to the sample session (docs/sampler.md). */
 #include "sample_perf.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,20 +28,8 @@
 #include "sample_perf_ring.h"
 #include "sample_perf_unwind.h"
 #include "samples.h"
+#include "sample_perf_internal.h"
 
-typedef struct perf_state {
-  xs_session_t *session;
-  unw_t *unw;
-  const sample_perf_opts_t *o;
-  uint64_t *pcs;
-  uint64_t lost, throttled, cut, outside; /* outside: of the --periods windows */
-  struct live { pid_t pid, tid; uint64_t base; } *live; /* running threads, their CPU times */
-  size_t nlive, cap_live, next_live;
-  bool per_cpu, kernel; /* per-CPU events (the reader keeps the tree's records); kernel time */
-  bool root_execed;     /* the command's exec seen: its samples count */
-  uint64_t t_exec;      /* its time (CLOCK_MONOTONIC ns), for --periods */
-  pid_t root;
-} perf_state_t;
 
 /* ---- threads' CPU times ------------------------------------------------------ */
 
@@ -55,7 +42,7 @@ typedef struct perf_state {
  * sampling next to 500 short sibling threads; none of 50 without it. */
 enum { LIVE_PER_ROUND = 32 };
 
-static void live_add(perf_state_t *s, pid_t pid, pid_t tid) {
+void live_add(perf_state_t *s, pid_t pid, pid_t tid) {
   if (s->nlive == s->cap_live) {
     size_t cap = s->cap_live ? 2 * s->cap_live : 64;
     struct live *l = realloc(s->live, cap * sizeof *l);
@@ -96,7 +83,7 @@ static double system_share(pid_t pid, pid_t tid) {
   return (double)st / (double)(ut + st);
 }
 
-static void live_refresh(perf_state_t *s) {
+void live_refresh(perf_state_t *s) {
   for (size_t k = 0; k < LIVE_PER_ROUND && s->nlive; ++k) {
     size_t i = s->next_live++ % s->nlive;
     uint64_t ns = counters_thread_cpu_ns(s->live[i].pid, s->live[i].tid);
@@ -301,7 +288,7 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
 }
 
 /* What the reader copied out of the rings, in time order. */
-static void handle_batch(perf_state_t *s, reader_t *rd) {
+void handle_batch(perf_state_t *s, reader_t *rd) {
   batch_t b;
   reader_take(rd, &b);
   for (size_t i = 0; i < b.n; ++i) {
@@ -313,7 +300,7 @@ static void handle_batch(perf_state_t *s, reader_t *rd) {
 
 /* ---- opening the events ----------------------------------------------------- */
 
-static long read_sysctl(const char *name, long fallback) {
+long read_sysctl(const char *name, long fallback) {
   char path[128];
   snprintf(path, sizeof path, "/proc/sys/kernel/%s", name);
   FILE *f = fopen(path, "r");
@@ -328,7 +315,7 @@ static long read_sysctl(const char *name, long fallback) {
 
 /* The sampling period in ns of cpu-clock for a rate, within the kernel's
  * limit (kernel.perf_event_max_sample_rate). */
-static double effective_hz(const sample_perf_opts_t *o) {
+double effective_hz(const sample_perf_opts_t *o) {
   double max_rate = (double)read_sysctl("perf_event_max_sample_rate", 100000);
   return o->hz < max_rate ? o->hz : max_rate;
 }
@@ -419,7 +406,7 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
  * time, per-CPU events.  To compare: XPTRACE_SAMPLE_SCOPE=thread takes
  * inherited events, XPTRACE_SAMPLE_KERNEL=0 user space only, even where
  * more is allowed. */
-static void probe_scope(const sample_perf_opts_t *o, bool *kernel, bool *per_cpu) {
+void probe_scope(const sample_perf_opts_t *o, bool *kernel, bool *per_cpu) {
   struct perf_event_attr a;
   make_attr(o, &a, false, true, false);
   const char *no_kernel = getenv("XPTRACE_SAMPLE_KERNEL");
@@ -441,7 +428,7 @@ static void probe_scope(const sample_perf_opts_t *o, bool *kernel, bool *per_cpu
 
 /* One event per CPU: inherit with a ring buffer needs per-CPU events;
  * per_cpu: for every task on that CPU. */
-static size_t open_rings(const sample_perf_opts_t *o, pid_t pid, bool kernel, bool per_cpu, ring_t **out,
+size_t open_rings(const sample_perf_opts_t *o, pid_t pid, bool kernel, bool per_cpu, ring_t **out,
                          int *err) {
   struct perf_event_attr a;
   make_attr(o, &a, true, kernel, per_cpu);
@@ -658,179 +645,4 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     return 128 + sig;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-/* ---- attaching to running processes ------------------------------------------ */
-
-static volatile sig_atomic_t attach_stop;
-static void on_stop(int sig) {
-  (void)sig;
-  attach_stop = 1;
-}
-
-/* A running process as the records would have told it: its name, threads
- * (their CPU time so far as a base) and executable mappings. */
-static void attach_scan(perf_state_t *s, pid_t pid) {
-  char path[64], line[PATH_MAX + 128], comm[64] = "";
-  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f && fgets(comm, sizeof comm, f))
-    comm[strcspn(comm, "\n")] = '\0';
-  if (f)
-    fclose(f);
-  xs_process(s->session, pid, 0, 0);
-  xs_process_name(s->session, pid, 0, comm, false);
-  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  f = fopen(path, "re");
-  while (f && fgets(line, sizeof line, f)) {
-    unsigned long long start, end, off;
-    char perms[8];
-    int at = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &at) < 4 || !strchr(perms, 'x'))
-      continue;
-    char *name = line + at;
-    name[strcspn(name, "\n")] = '\0';
-    xs_mapping(s->session, pid, 0, start, end, off, name, NULL, 0);
-    if (s->unw)
-      unw_mapping(s->unw, pid, start, end, off, name);
-  }
-  if (f)
-    fclose(f);
-  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(path);
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    pid_t tid = (pid_t)atoi(e->d_name);
-    if (tid <= 0)
-      continue;
-    xs_thread(s->session, pid, tid, 0, NULL);
-    live_add(s, pid, tid);
-    if (s->nlive && s->live[s->nlive - 1].tid == tid) {
-      uint64_t ns = counters_thread_cpu_ns(pid, tid);
-      s->live[s->nlive - 1].base = ns == UINT64_MAX ? 0 : ns;
-    }
-  }
-  if (d)
-    closedir(d);
-}
-
-/* The process's CPU time (utime + stime of every thread, ended ones too). */
-static double process_cpu(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long long ut, st;
-  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sample_perf_opts_t *o) {
-  for (size_t i = 0; i < n; ++i)
-    if (kill(pids[i], 0) != 0) {
-      fprintf(stderr, "xptrace sample: cannot attach to %d: %s\n", (int)pids[i], strerror(errno));
-      return 1;
-    }
-  perf_state_t s = {.unw = o->fp ? NULL : unw_new(), .o = o, .root = pids[0], .root_execed = true};
-  probe_scope(o, &s.kernel, &s.per_cpu);
-  if (!s.per_cpu) {
-    /* Per-thread events would miss the threads started before them. */
-    fprintf(stderr, "xptrace sample: cannot attach to %d: sampling a running process needs per-CPU events "
-            "(root, CAP_PERFMON or kernel.perf_event_paranoid <= 0; it is %ld)\n", (int)pids[0],
-            read_sysctl("perf_event_paranoid", -9));
-    unw_free(s.unw);
-    return 1;
-  }
-  char comm[64] = "", path[64];
-  snprintf(path, sizeof path, "/proc/%d/comm", (int)pids[0]);
-  FILE *f = fopen(path, "re");
-  if (f && fgets(comm, sizeof comm, f))
-    comm[strcspn(comm, "\n")] = '\0';
-  if (f)
-    fclose(f);
-  xs_options_t so = {o->dir, comm, "perf", effective_hz(o), o->depth, o->demangle, true, false,
-                     o->trace_path, o->trace_path_len, {effective_hz(o), 0}};
-  s.session = xs_session_new(&so);
-  s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
-  ring_t *rings = NULL;
-  int err = 0;
-  size_t nrings = s.session && s.pcs && (o->fp || s.unw) ? open_rings(o, -1, s.kernel, true, &rings, &err) : 0;
-  if (nrings == 0) {
-    fprintf(stderr, "xptrace sample: cannot attach to %d: perf_event_open: %s\n", (int)pids[0],
-            strerror(err ? err : ENOMEM));
-    xs_session_free(s.session);
-    unw_free(s.unw);
-    free(s.pcs);
-    free(rings);
-    return 1;
-  }
-  reader_t rd;
-  reader_init(&rd, rings, nrings, true, pids[0]);
-  xs_root(s.session, pids[0]);
-  double cpu0 = 0, cpu1 = 0;
-  for (size_t i = 0; i < n; ++i) {
-    reader_add(&rd, pids[i]);
-    attach_scan(&s, pids[i]);
-    cpu0 += process_cpu(pids[i]);
-  }
-  bool threaded = reader_start(&rd);
-  struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
-  sigemptyset(&stop.sa_mask);
-  sigaction(SIGINT, &stop, &old_int);
-  sigaction(SIGTERM, &stop, &old_term);
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  fprintf(stderr, "xptrace sample: attached to %s (pid %d%s); Ctrl-C ends\n", comm, (int)pids[0],
-          n > 1 ? " and others" : "");
-  for (;;) {
-    double c = 0;
-    bool alive = false;
-    for (size_t i = 0; i < n; ++i) {
-      double x = process_cpu(pids[i]);
-      alive |= x >= 0;
-      c += x > 0 ? x : 0;
-    }
-    if (alive)
-      cpu1 = c; /* the last reading while they ran */
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double elapsed = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
-    if (!alive || attach_stop || (duration > 0 && elapsed >= duration))
-      break;
-    if (!threaded)
-      reader_poll(&rd);
-    usleep(threaded ? 50000 : 20000);
-    handle_batch(&s, &rd);
-    live_refresh(&s);
-  }
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  for (size_t k = 0; k < s.nlive; ++k) /* the last CPU times, for the diagnostics */
-    live_refresh(&s);
-  reader_stop(&rd);
-  handle_batch(&s, &rd);
-  reader_free(&rd);
-  for (size_t i = 0; i < nrings; ++i) {
-    munmap(rings[i].meta, rings[i].map_size);
-    close(rings[i].fd);
-  }
-  free(rings);
-  char unwinder[160];
-  snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, %s; per-CPU events, %s",
-           o->fp ? "frame-pointer call chains" : "DWARF unwinding of 16 KiB stack copies",
-           s.kernel ? "user and kernel time" : "user time only");
-  xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu1 - cpu0 > 0 ? cpu1 - cpu0 : -1, -1, unwinder,
-                          s.kernel, true};
-  if (xs_session_finish(s.session, &ms) == 0)
-    fprintf(stderr, "xptrace sample: no samples: the processes used %.3f CPU-s while attached\n",
-            cpu1 - cpu0 > 0 ? cpu1 - cpu0 : 0.0);
-  xs_session_free(s.session);
-  unw_free(s.unw);
-  free(s.pcs);
-  free(s.live);
-  return 0;
 }
