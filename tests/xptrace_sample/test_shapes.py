@@ -86,8 +86,11 @@ if mode.startswith(("timer-short", "perf-short")):
         st_self = 100.0 * self_(st, "st") / n
         print(f"st self {st_self:.1f}%, short_work self {100.0 * self_(st, 'short_work') / n:.1f}%")
         c.check(st_self <= 3, f"st has {st_self:.1f}% self time; it only calls short_work")
-        c.check(self_(st, "short_work") >= 0.85 * incl(st, "st"),
-                f"short_work {self_(st, 'short_work')} of st's {incl(st, 'st')} samples")
+        # Under short_work (itself or the clock reads it makes): at 100 Hz
+        # the timer method's few captures of short threads may hold one
+        # in clock_gettime, and their charges follow it.
+        c.check(incl(st, "short_work") >= 0.85 * incl(st, "st"),
+                f"short_work {incl(st, 'short_work')} of st's {incl(st, 'st')} samples")
     c.check(n >= 0.5 * all_cpu * float(freq), f"{n} samples for {all_cpu:.3f} CPU-s at {freq} Hz")
     # Never the kernel-time explanation for threads that ran user code.
     c.check("its time was in the kernel" not in err, f"a false kernel-time diagnosis: {err}")
