@@ -549,25 +549,24 @@ static void thread_begin(bool is_main, void *routine) {
  * ends between two ticks after its timer expired loses that period (with
  * 500 threads of 2 ms, most of their time).  At its end we know how many
  * periods its CPU time held since its timer started (first expiry at a
- * random phase: unbiased); those not delivered are charged to its start
- * routine, called from where it was started.  Not with --periods (the
- * windows decide), and not for a thread whose SIGPROF was blocked or
- * taken (the diagnostics say so instead). */
+ * random phase: unbiased); those not delivered are recorded as a charge
+ * naming its start routine, and the launcher spreads them over the stacks
+ * captured in threads of that routine (sample_timer.c).  A thread with
+ * nothing missing still says its routine (weight 0): its captures join
+ * the routine's.  Not with --periods (the windows decide), and not for a
+ * thread whose SIGPROF was blocked or taken (the diagnostics say so). */
 static void charge_unsampled_locked(sampler_thread_t *t, uint64_t cpu, uint64_t weight[SAMPLER_NCLOCKS]) {
-  if (!t->routine || !t->cpu_timer_started || cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]) ||
-      cpu < t->timer_cpu0 + t->timer_first)
+  if (!t->routine || !t->cpu_timer_started || cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]))
     return;
   uint64_t period = (uint64_t)(1e9 / cfg.freq[SAMPLER_CPUTIME]);
   if (period == 0)
     period = 1;
-  uint64_t due = 1 + (cpu - t->timer_cpu0 - t->timer_first) / period;
-  if (due <= weight[SAMPLER_CPUTIME])
-    return;
+  uint64_t due = cpu < t->timer_cpu0 + t->timer_first ? 0 : 1 + (cpu - t->timer_cpu0 - t->timer_first) / period;
   /* A thread that got under half of its periods blocked SIGPROF or lost
    * it: no guess, the diagnostic tells. */
   if (weight[SAMPLER_CPUTIME] * 2 + 2 < due && due > 4)
     return;
-  uint64_t missing = due - weight[SAMPLER_CPUTIME];
+  uint64_t missing = due > weight[SAMPLER_CPUTIME] ? due - weight[SAMPLER_CPUTIME] : 0;
   size_t n = 1 + (size_t)(t->nbase > 0 ? t->nbase : 0);
   if (n > cfg.depth)
     n = cfg.depth;

@@ -73,3 +73,17 @@ def read_csv(path):
     import csv
     with open(path) as f:
         return list(csv.DictReader(f))
+
+
+def user_frames(stacks):
+    """The stacks without their innermost kernel frames ("name_[k]", the
+    perf method's where kernel time is sampled): for tests of user-space
+    shapes, a sample in an interrupt or a system call counts for the user
+    function it came from."""
+    out = []
+    for frames, count in stacks or []:
+        n = len(frames)
+        while n > 2 and frames[n - 1].endswith("_[k]"):
+            n -= 1
+        out.append((frames[:n], count))
+    return out

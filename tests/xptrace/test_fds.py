@@ -62,7 +62,7 @@ runs = {
     "functions": ["run", "--functions", "probe_spin", "-c", "perfetto"],
     "functions-stripped": ["run", "--functions", "probe_spin", "-c", "perfetto"],
     "functions-cyg-stripped": ["run", "--functions", "-c", "perfetto"],
-    "run-sample": ["run", "--sample", "-c", "perfetto"],
+    "run-sample": ["run", "--sample", "--method", "timer", "-c", "perfetto"],
     "timer": ["sample", "--method", "timer", "-f", "1000"],
     "causal": ["causal"],
 }

@@ -12,7 +12,7 @@ import sys
 
 mode, xptrace, work, plugin, cxx, tests, scratch = sys.argv[1:8]
 sys.path.insert(0, os.path.join(tests, "sampler"))
-from samples import Checker, run, read_folded, read_csv, total  # noqa: E402
+from samples import Checker, run, read_folded, read_csv, total, user_frames  # noqa: E402
 
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
@@ -29,14 +29,16 @@ if "using the timer method" in err:
     sys.exit(77)
 
 
-def sample(name, *cmd, opts=()):
-    rc, out, err = xp("sample", "-f", "1000", *opts, "-o", name, "--", *cmd)
+def sample(name, *cmd, opts=(), env=None):
+    rc, out, err = xp("sample", "-f", "1000", *opts, "-o", name, "--", *cmd, env=env)
     stacks = read_folded(os.path.join(scratch, name, "samples.folded")) or []
     # Samples in the dynamic loader's start-up (before main exists: one in a
     # few hundred runs; _dl_start_user runs the libraries' initialisers, 1 of
     # 96 under TSan) are right but not the shape under test.
     stacks = [(f, k) for f, k in stacks if not any(x.startswith("_dl_start") for x in f)]
-    return rc, out, err, stacks
+    # Kernel frames (sampled as root) are checked by the kernel mode only
+    # (and count toward --depth).
+    return rc, out, err, stacks if mode in ("kernel", "depth") else user_frames(stacks)
 
 
 def share(stacks, fn, self_only=True):
@@ -186,21 +188,31 @@ elif mode == "kernel":
     pid = os.spawnv(os.P_NOWAIT, work, [work, "syscalls", "2"])
     _, _, ru = os.wait4(pid, 0)
     kernel_share = ru.ru_stime / max(1e-9, ru.ru_utime + ru.ru_stime)
+    said_re = (r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
+               r"time was mostly in the kernel")
+    print(f"kernel share of the command alone: {100 * kernel_share:.0f}%")
     rc, out, err, st = sample("k", work, "syscalls", "2")
     c.check(rc == 0, f"exit {rc}: {err}")
-    said = re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
-                     r"time was in the kernel", err)
-    print(f"kernel share of the command alone: {100 * kernel_share:.0f}%")
+    if "user and kernel time" in err:
+        # Kernel time sampled (root, or perf_event_paranoid <= 1): the
+        # samples in kernel frames are its share, and nothing is said.
+        kern = 100.0 * sum(k for f, k in st if f[-1].endswith("_[k]")) / max(1, total(st))
+        print(f"samples in the kernel: {kern:.0f}%")
+        c.check(abs(kern - 100 * kernel_share) <= 15, f"kernel frames {kern:.0f}% for {100 * kernel_share:.0f}%")
+        c.check(not re.search(said_re, err), f"a kernel-time diagnostic while kernel time is sampled: {err}")
+    # User space only (what perf_event_paranoid 2 allows): told, with the cause.
+    rc, out, err, st = sample("ku", work, "syscalls", "2", env={"XPTRACE_SAMPLE_KERNEL": "0"})
+    c.check("user time only" in err, f"XPTRACE_SAMPLE_KERNEL=0 not user space only: {err}")
+    said = re.search(said_re, err)
     if kernel_share >= 0.65:
         c.check(said, f"no diagnostic for the kernel time ({100 * kernel_share:.0f}% in the kernel): {err}")
     elif kernel_share < 0.35:
         c.check(not said, f"a kernel-time diagnostic with {100 * kernel_share:.0f}% in the kernel: {err}")
     # The same work in a second thread: its CPU time is read from /proc
     # while it runs (the launcher's), not at the command's end.
-    rc, out, err, st = sample("kt", work, "thread-syscalls", "2")
+    rc, out, err, st = sample("kt", work, "thread-syscalls", "2", env={"XPTRACE_SAMPLE_KERNEL": "0"})
     pid = re.search(r"\(pid (\d+)\)", err)
-    said = re.search(r"thread (\d+) \(perf_work\) used [0-9.]+ CPU-s but got \d+ samples \(\d+ expected\): its "
-                     r"time was in the kernel", err)
+    said = re.search(said_re, err)
     if kernel_share >= 0.65:
         c.check(said and pid and said.group(1) != pid.group(1), f"no diagnostic for the worker thread: {err}")
     elif kernel_share < 0.35:
@@ -236,7 +248,7 @@ elif mode == "depth":
     # large share of a short run) is shallower than the limit and not cut;
     # every sample at the spin, 200 deep, is cut, marked and 50 deep.
     cut = [(f, k) for f, k in st if len(f) > 1 and f[1] == "[truncated]"]
-    spin = [(f, k) for f, k in st if f[-1] == "main_spin"]
+    spin = [(f, k) for f, k in st if "main_spin" in f]
     uncut_spin = [(f, k) for f, k in spin if (f, k) not in cut]
     c.check(total(spin) >= 20 and not uncut_spin,
             f"{total(spin)} samples at the spin, uncut: {uncut_spin[:1]}; "

@@ -11,7 +11,7 @@ import sys
 
 mode, xptrace, work, helpers, scratch = sys.argv[1:6]
 sys.path.insert(0, helpers)
-from samples import Checker, run, read_folded, inclusive, total  # noqa: E402
+from samples import user_frames, Checker, run, read_folded, inclusive, total  # noqa: E402
 
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
@@ -41,7 +41,8 @@ def expect_usage_error(want, *args, usage=True):
 
 
 def folded(out, name="samples.folded"):
-    return read_folded(os.path.join(scratch, out, name))
+    st = read_folded(os.path.join(scratch, out, name))
+    return user_frames(st) if st is not None else None
 
 
 if mode == "bad-input":
@@ -163,7 +164,20 @@ elif mode == "nested":
             f"per-process lines: {err}")
 
 elif mode == "run-sample":
-    rc, out, err = xp("run", "--sample", "-c", "stats", "-o", "r", "--", work, "threads", "1")
+    # The same front end as `xptrace sample`: the perf method by default
+    # where the kernel allows it, --method and --freq taken.
+    rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")
+    if "using the timer method" not in err:
+        rc, out, err = xp("run", "--sample", "-f", "1000", "-c", "stats", "-o", "rp", "--", work, "threads", "1")
+        c.check(rc == 0 and "method perf (" in err and "samples per CPU-second" in err, f"run --sample: {err}")
+        st = folded(os.path.join(scratch, "rp"))
+        c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample (perf): {st}")
+        c.check(total(st or []) >= 100, f"run --sample -f 1000: {total(st or [])} samples")
+    rc, out, err = xp("run", "--sample", "--method", "perf", "--periods", "1:1:1", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "without --periods" in err, f"--method perf with --periods: {rc} {err}")
+    rc, out, err = xp("run", "--method", "timer", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "needs --sample" in err, f"--method without --sample: {rc} {err}")
+    rc, out, err = xp("run", "--sample", "--method", "timer", "-c", "stats", "-o", "r", "--", work, "threads", "1")
     c.check(rc == 0, f"exit {rc}: {err}")
     # under `run`, the process writes into a folder of its own in r
     procs = [p for p in os.listdir(os.path.join(scratch, "r")) if p.startswith("sampler_work-")]
@@ -174,7 +188,7 @@ elif mode == "run-sample":
     c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample: {st}")
     c.check(f"xptrace: samples {d}/samples.folded" in err, f"run --sample output line: {err}")
     # A command too short to be sampled: the line says why.
-    rc, out, err = xp("run", "--sample", "-c", "stats", "-o", "short", "--", "true")
+    rc, out, err = xp("run", "--sample", "--method", "timer", "-c", "stats", "-o", "short", "--", "true")
     c.check(rc == 0 and "no samples written in" in err and "ms of CPU time, about" in err
             and "samples faster" in err, f"run --sample of true: {rc} {err}")
 

@@ -22,6 +22,7 @@
 #include "sampler_config.h" /* the period syntax */
 #include "fn_config.h" /* the function hooks' settings parsers */
 #ifdef XPTRACE_HAVE_PERF
+#include "sample_perf.h"
 #include "sample_timer.h"
 #endif
 
@@ -38,8 +39,11 @@ static const char usage_run[] =
     "      --level-zero         trace Level Zero calls (the loader's tracing layer, ours:\n"
     "                           ZE_ENABLE_TRACING_LAYER=1, <lib>/level_zero first in\n"
     "                           LD_LIBRARY_PATH)\n"
-    "      --sample             also sample call stacks (as 'xptrace sample'; settings from\n"
-    "                           the XPTRACE_SAMPLE_* variables)\n"
+    "      --sample             also sample call stacks (as 'xptrace sample'; other settings\n"
+    "                           from the XPTRACE_SAMPLE_* variables)\n"
+    "      --method M           with --sample: perf or timer (default: perf where the kernel\n"
+    "                           allows it; timer with --periods)\n"
+    "  -f, --freq HZ            with --sample: samples per CPU-second (default 100)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
     "      --functions [REGEX]  trace function entries and exits (all, or those whose\n"
@@ -318,6 +322,8 @@ typedef struct run_outputs {
   const bool *chosen;
   const char *format;
   bool sample;
+  bool perf;           /* sampled by the perf method (the launcher) */
+  char *samples_trace; /* perf: the samples trace it wrote */
   const char *token;
   struct xpt_counters *counters;
   bool fn_table; /* --functions without -c: the per-function table from the trace */
@@ -331,8 +337,10 @@ static void run_after(const void *ctx) {
   char counters[PATH_MAX + 64];
   counters_finish(r->counters, r->dir, r->token, counters, sizeof counters); /* before the merge */
   char samples[PATH_MAX + 64] = ""; /* the samples trace: the merge takes it too */
+  if (r->perf)
+    snprintf(samples, sizeof samples, "%s", r->samples_trace);
 #ifdef XPTRACE_HAVE_PERF
-  if (r->sample) { /* the timer sampler's recordings (sample_timer.c), before the merge */
+  if (r->sample && !r->perf) { /* the timer sampler's recordings (sample_timer.c), before the merge */
     sample_timer_opts_t to = {.dir = r->dir, .demangle = true, .trace_path = samples,
                               .trace_path_len = sizeof samples};
     sample_timer_report(&to);
@@ -348,7 +356,7 @@ int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
          OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
-         OPT_MPI, OPT_LEVEL_ZERO };
+         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -360,6 +368,8 @@ int cmd_run(int argc, char **argv) {
       {"opencl", no_argument, NULL, OPT_OPENCL},
       {"level-zero", no_argument, NULL, OPT_LEVEL_ZERO},
       {"sample", no_argument, NULL, OPT_SAMPLE},
+      {"method", required_argument, NULL, OPT_METHOD},
+      {"freq", required_argument, NULL, 'f'},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"functions", optional_argument, NULL, OPT_FUNCTIONS},
       {"exclude", required_argument, NULL, OPT_FN_EXCLUDE},
@@ -374,13 +384,13 @@ int cmd_run(int argc, char **argv) {
   run_options_t o = {.collectors = "perfetto,stats"};
   bool collectors_given = false;
   bool sample = false, mpi = false;
-  const char *periods = NULL;
+  const char *periods = NULL, *method = NULL, *freq = NULL;
   const char *counters = NULL;
   opterr = 0;
   optind = 1;
   int opt;
   /* "+": options end at the command, whose own options are its own. */
-  while ((opt = getopt_long(argc, argv, "+:o:c:vh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "+:o:c:f:vh", longopts, NULL)) != -1) {
     switch (opt) {
     case 'o': o.output = optarg; break;
     case 'c': o.collectors = optarg, collectors_given = true; break;
@@ -392,6 +402,8 @@ int cmd_run(int argc, char **argv) {
     case OPT_OPENCL: o.opencl = true; break;
     case OPT_LEVEL_ZERO: o.level_zero = true; break;
     case OPT_SAMPLE: sample = true; break;
+    case OPT_METHOD: method = optarg; break;
+    case 'f': freq = optarg; break;
     case OPT_PERIODS: periods = optarg; break;
     case OPT_FUNCTIONS: {
       o.functions = true;
@@ -489,6 +501,19 @@ int cmd_run(int argc, char **argv) {
   }
   char sampler[PATH_MAX + 64];
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
+  double hz = 100;
+  if ((method || freq) && !sample)
+    return usage_error(usage_run, "%s needs --sample", method ? "--method" : "--freq");
+  if (method && strcmp(method, "perf") != 0 && strcmp(method, "timer") != 0)
+    return usage_error(usage_run, "unknown method '%s' (perf or timer)", method);
+  if (method && periods && strcmp(method, "perf") == 0)
+    return usage_error(usage_run, "--method perf samples the whole run, without --periods");
+  if (freq && !sampler_parse_freq(freq, &hz))
+    return usage_error(usage_run, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
+  /* As documented before --freq: the variable sets the rate of both methods. */
+  const char *freq_env = getenv("XPTRACE_SAMPLE_FREQ");
+  if (!freq && freq_env && *freq_env && !sampler_parse_freq(freq_env, &hz))
+    hz = 100;
   if (sample && access(sampler, R_OK) != 0)
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
 
@@ -592,14 +617,32 @@ int cmd_run(int argc, char **argv) {
     set_env(o.verbose, "LD_PRELOAD", joined);
     free(joined);
   }
-  if (sample && (rc = preload_sampler(usage_run, o.verbose)) != 0)
+  /* The perf method where the kernel allows it, as `xptrace sample`. */
+  bool perf = false;
+  char samples_trace[PATH_MAX + 64] = "";
+#ifdef XPTRACE_HAVE_PERF
+  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace, NULL, 0};
+  if (sample && !periods && (!method || strcmp(method, "perf") == 0)) {
+    char why_not[256];
+    perf = sample_perf_available(&po, why_not, sizeof why_not);
+    if (!perf)
+      fprintf(stderr, "xptrace sample: %s; using the timer method\n", why_not);
+  }
+#endif
+  if (sample && !perf && freq)
+    set_env(o.verbose, "XPTRACE_SAMPLE_FREQ", freq);
+  if (sample && !perf && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
   cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
-  run_outputs_t outputs = {dir, chosen, o.format, sample, token, cnt, fn_table, o.functions};
+  run_outputs_t outputs = {dir, chosen, o.format, sample, perf, samples_trace, token, cnt, fn_table, o.functions};
   if (cnt) {
     launch_on_fork = start_counters;
     launch_on_fork_ctx = cnt;
   }
+#ifdef XPTRACE_HAVE_PERF
+  if (perf)
+    return sample_perf_run(command, &po, run_after, &outputs);
+#endif
   return launch_and_wait(command, o.verbose, run_after, &outputs);
 }
 

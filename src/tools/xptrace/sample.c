@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 static const char usage_sample[] =
     "usage: xptrace sample [options] -- command [args...]\n"
+    "       xptrace sample [options] -p PID[,PID...]\n"
     "Sample the call stacks of every thread of the command (and of its forked\n"
     "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
     "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
@@ -41,6 +43,10 @@ static const char usage_sample[] =
     "                           process_cputime; seconds; cycles 0 = forever)\n"
     "      --depth N            deepest stack recorded, 1 to 512 frames (default 64;\n"
     "                           256 with the perf method)\n"
+    "  -p, --pid PID[,PID...]   sample running processes (perf method, per-CPU events: root,\n"
+    "                           CAP_PERFMON or kernel.perf_event_paranoid <= 0) until they\n"
+    "                           end, Ctrl-C or --duration\n"
+    "      --duration S         with -p: stop after S seconds\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
     "  -h, --help               this help\n"
@@ -50,14 +56,76 @@ static const char usage_sample[] =
 
 /* ---- sample --------------------------------------------------------------- */
 
+
 static void sample_after(const void *ctx) {
   const char *dir = ctx;
   fprintf(stderr, "xptrace: output in %s\n", dir);
   print_sample_outputs(dir, false);
 }
 
+/* xptrace sample -p PID[,PID...]: the perf method on running processes. */
+static int sample_attach_cmd(const char *pids, const char *duration, bool command, const char *freq,
+                             const char *method, const char *clock, const char *periods, const char *depth,
+                             const char *call_graph, const char *output, bool verbose, bool demangle) {
+  if (!pids)
+    return usage_error(usage_sample, "--duration needs -p");
+  if (command)
+    return usage_error(usage_sample, "-p samples running processes: no command");
+  if ((method && strcmp(method, "perf") != 0) || clock || periods)
+    return usage_error(usage_sample, "-p samples CPU time with the perf method (no --clock, --periods)");
+  pid_t list[64];
+  size_t n = 0;
+  for (const char *p = pids; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',') || n == 64)
+      return usage_error(usage_sample, "'%s' is not a list of process ids", pids);
+    list[n++] = (pid_t)v;
+    p = *end ? end + 1 : end;
+  }
+  double secs = 0, hz = 100;
+  char *end;
+  if (duration && ((secs = strtod(duration, &end)) <= 0 || *end))
+    return usage_error(usage_sample, "duration '%s' is not a number of seconds", duration);
+  if (freq && !sampler_parse_freq(freq, &hz))
+    return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
+  unsigned frames = 256;
+  if (depth && !sampler_parse_depth(depth, &frames))
+    return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
+  bool fp = strcmp(call_graph, "fp") == 0;
+  if (!fp && strcmp(call_graph, "dwarf") != 0)
+    return usage_error(usage_sample, "unknown call graph '%s' (dwarf or fp)", call_graph);
+#ifdef XPTRACE_HAVE_PERF
+  char name[64] = "process", path[64];
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)list[0]);
+  FILE *f = fopen(path, "re");
+  if (f && fgets(name, sizeof name, f))
+    name[strcspn(name, "\n")] = '\0';
+  if (f)
+    fclose(f);
+  char dir[PATH_MAX];
+  int rc = output_dir_prepare(usage_sample, output, name, dir, sizeof dir);
+  if (rc)
+    return rc;
+  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0};
+  char why[256];
+  if (!sample_perf_available(&po, why, sizeof why)) {
+    fprintf(stderr, "xptrace sample: cannot attach: %s\n", why);
+    return 1;
+  }
+  rc = sample_perf_attach(list, n, secs, &po);
+  if (rc == 0)
+    sample_after(dir);
+  return rc;
+#else
+  (void)output, (void)verbose, (void)demangle, (void)secs, (void)list;
+  fprintf(stderr, "xptrace sample: -p needs the perf method (built without libdw)\n");
+  return 1;
+#endif
+}
+
 int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE };
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION };
   static const struct option longopts[] = {
       {"freq", required_argument, NULL, 'f'},
       {"method", required_argument, NULL, OPT_METHOD},
@@ -67,17 +135,19 @@ int cmd_sample(int argc, char **argv) {
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"depth", required_argument, NULL, OPT_DEPTH},
       {"output", required_argument, NULL, 'o'},
+      {"pid", required_argument, NULL, 'p'},
+      {"duration", required_argument, NULL, OPT_DURATION},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
-  const char *method = NULL, *call_graph = "dwarf";
+  const char *method = NULL, *call_graph = "dwarf", *pids = NULL, *duration = NULL;
   bool verbose = false, demangle = true;
   opterr = 0;
   optind = 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, "+:f:o:vh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "+:f:o:p:vh", longopts, NULL)) != -1) {
     switch (opt) {
     case 'f': freq = optarg; break;
     case OPT_CLOCK: clock = optarg; break;
@@ -87,6 +157,8 @@ int cmd_sample(int argc, char **argv) {
     case OPT_CALL_GRAPH: call_graph = optarg; break;
     case OPT_NO_DEMANGLE: demangle = false; break;
     case 'o': output = optarg; break;
+    case 'p': pids = optarg; break;
+    case OPT_DURATION: duration = optarg; break;
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
     case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
@@ -97,6 +169,9 @@ int cmd_sample(int argc, char **argv) {
     }
     }
   }
+  if (pids || duration)
+    return sample_attach_cmd(pids, duration, optind < argc, freq, method, clock, periods, depth, call_graph,
+                             output, verbose, demangle);
   if (optind >= argc)
     return usage_error(usage_sample, "missing command");
   if (output && !*output)
@@ -114,19 +189,24 @@ int cmd_sample(int argc, char **argv) {
   if (method && !perf && strcmp(method, "timer") != 0)
     return usage_error(usage_sample, "unknown method '%s' (perf or timer)", method);
   bool wall = clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME]);
-  if (method && perf && (wall || periods))
-    return usage_error(usage_sample, "--method perf samples CPU time only, without --periods");
   bool fp = strcmp(call_graph, "fp") == 0;
   if (!fp && strcmp(call_graph, "dwarf") != 0)
     return usage_error(usage_sample, "unknown call graph '%s' (dwarf or fp)", call_graph);
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
-  size_t nspecs;
+  size_t nspecs = 0;
   char bad[64];
   if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
     return usage_error(usage_sample,
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
+  /* The perf method keeps windows of wall time (it drops the samples
+   * outside them); CPU-time windows are the timer method's. */
+  bool cpu_windows = false;
+  for (size_t i = 0; periods && i < nspecs; ++i)
+    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
+  if (method && perf && (wall || cpu_windows))
+    return usage_error(usage_sample, "--method perf samples CPU time only, with --periods of realtime windows");
   char sampler[PATH_MAX + 64];
   int rc;
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
@@ -141,12 +221,13 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf && !method && (wall || periods)) {
-    /* Wall time and time windows: only the timer method has them. */
+  if (perf && !method && (wall || cpu_windows)) {
+    /* Wall time and CPU-time windows: only the timer method has them. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
-            periods ? "--periods" : "--clock realtime");
+            cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
   } else if (perf) {
-    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384};
+    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
+                             periods ? specs : NULL, periods ? nspecs : 0};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);

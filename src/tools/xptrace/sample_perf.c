@@ -23,18 +23,13 @@
 
 #include "counters.h"
 #include "xptrace_cmds.h"
+#include "sampler_config.h"
+#include "sample_kernel.h"
+#include "sample_perf_ring.h"
 #include "sample_perf_unwind.h"
 #include "samples.h"
+#include "sample_perf_internal.h"
 
-typedef struct perf_state {
-  xs_session_t *session;
-  unw_t *unw;
-  const sample_perf_opts_t *o;
-  uint64_t *pcs;
-  uint64_t lost, throttled, cut;
-  struct live { pid_t pid, tid; } *live; /* running threads, for their CPU times */
-  size_t nlive, cap_live, next_live;
-} perf_state_t;
 
 /* ---- threads' CPU times ------------------------------------------------------ */
 
@@ -47,7 +42,7 @@ typedef struct perf_state {
  * sampling next to 500 short sibling threads; none of 50 without it. */
 enum { LIVE_PER_ROUND = 32 };
 
-static void live_add(perf_state_t *s, pid_t pid, pid_t tid) {
+void live_add(perf_state_t *s, pid_t pid, pid_t tid) {
   if (s->nlive == s->cap_live) {
     size_t cap = s->cap_live ? 2 * s->cap_live : 64;
     struct live *l = realloc(s->live, cap * sizeof *l);
@@ -56,7 +51,7 @@ static void live_add(perf_state_t *s, pid_t pid, pid_t tid) {
     s->live = l;
     s->cap_live = cap;
   }
-  s->live[s->nlive++] = (struct live){pid, tid};
+  s->live[s->nlive++] = (struct live){pid, tid, 0};
 }
 
 static void live_remove(perf_state_t *s, size_t i) {
@@ -71,33 +66,40 @@ static void live_exit(perf_state_t *s, pid_t tid) {
     }
 }
 
-static void live_refresh(perf_state_t *s) {
+/* Its share of kernel time, from utime and stime (in ticks), or -1. */
+static double system_share(pid_t pid, pid_t tid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  FILE *f = fopen(path, "re");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2 ||
+      ut + st == 0)
+    return -1;
+  return (double)st / (double)(ut + st);
+}
+
+void live_refresh(perf_state_t *s) {
   for (size_t k = 0; k < LIVE_PER_ROUND && s->nlive; ++k) {
     size_t i = s->next_live++ % s->nlive;
     uint64_t ns = counters_thread_cpu_ns(s->live[i].pid, s->live[i].tid);
-    if (ns == UINT64_MAX)
+    double sys = system_share(s->live[i].pid, s->live[i].tid);
+    if (ns == UINT64_MAX) {
       live_remove(s, i); /* gone before its EXIT record was read */
-    else
-      xs_thread_cpu(s->session, s->live[i].pid, s->live[i].tid, ns);
+    } else {
+      /* base: what a thread had run before we attached */
+      xs_thread_cpu(s->session, s->live[i].pid, s->live[i].tid, ns > s->live[i].base ? ns - s->live[i].base : 0);
+      if (sys >= 0)
+        xs_thread_system(s->session, s->live[i].pid, s->live[i].tid, sys);
+    }
   }
 }
 
 /* ---- records ------------------------------------------------------------ */
-
-/* Non-sample records end with sample_id_all's {pid, tid, time}. */
-static uint64_t record_time(const struct perf_event_header *h) {
-  const unsigned char *p = (const unsigned char *)h;
-  if (h->type == PERF_RECORD_SAMPLE) {
-    uint64_t t;
-    memcpy(&t, p + sizeof *h + 16, 8);
-    return t;
-  }
-  if (h->size < sizeof *h + 16)
-    return 0;
-  uint64_t t;
-  memcpy(&t, p + h->size - 8, 8);
-  return t;
-}
 
 static bool take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
   if ((size_t)(end - *p) < n)
@@ -105,6 +107,22 @@ static bool take(const unsigned char **p, const unsigned char *end, void *out, s
   memcpy(out, *p, n);
   *p += n;
   return true;
+}
+
+/* Whether `ns` after the exec is inside a window of wall-time specs
+ * (each: `cycles` times `delay` without, `duration` with; 0 cycles:
+ * forever; after the last, none). */
+static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
+  double t = (double)ns * 1e-9;
+  for (size_t i = 0; i < n; ++i) {
+    double cycle = p[i].delay + p[i].duration;
+    if (p[i].cycles == 0 || t < cycle * (double)p[i].cycles) {
+      double in = t - cycle * (double)(uint64_t)(t / cycle);
+      return in >= p[i].delay;
+    }
+    t -= cycle * (double)p[i].cycles;
+  }
+  return false;
 }
 
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
@@ -115,9 +133,32 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
   } h;
   if (!take(&p, end, &h, sizeof h))
     return;
+  if (s->per_cpu && (pid_t)h.pid == s->root && !s->root_execed)
+    return; /* the command before its exec */
+  if ((int32_t)h.tid <= 0)
+    return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
+  if (s->o->nperiods && !in_window(s->o->periods, s->o->nperiods, h.time < s->t_exec ? 0 : h.time - s->t_exec)) {
+    s->outside++;
+    return;
+  }
   size_t max = s->o->depth;
   size_t n = 0;
   bool truncated = false;
+  if (!s->o->fp && s->kernel) {
+    /* The kernel's part of the stack (the user part is unwound below). */
+    uint64_t nr;
+    if (!take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
+      return;
+    for (uint64_t i = 0; i < nr; ++i) {
+      uint64_t pc;
+      memcpy(&pc, p + 8 * i, 8);
+      if (pc < (uint64_t)PERF_CONTEXT_MAX && n + 1 < max)
+        s->pcs[n++] = pc;
+    }
+    p += 8 * nr;
+    if (n)
+      ksym_preload(); /* the names, read beside the program (the kernel writes them slowly) */
+  }
   if (s->o->fp) {
     uint64_t nr;
     if (!take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
@@ -149,10 +190,11 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
         dyn = size;
     }
     if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
-      s->pcs[n++] = h.ip; /* no user registers: a kernel thread's sample */
+      if (n == 0)
+        s->pcs[n++] = h.ip; /* no user registers: a kernel thread's sample */
     } else {
       unw_result_t r;
-      n = unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, regs, stack, stack ? dyn : 0, s->pcs, max, &r);
+      n += unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, regs, stack, stack ? dyn : 0, s->pcs + n, max - n, &r);
       truncated = r == UNW_TRUNCATED;
       s->cut += r == UNW_CUT;
     }
@@ -163,7 +205,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
 static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
   const unsigned char *p = (const unsigned char *)(hdr + 1);
   const unsigned char *end = (const unsigned char *)hdr + hdr->size;
-  uint64_t t = record_time(hdr);
+  uint64_t t = perf_record_time(hdr);
   uint32_t ids[4];
   switch (hdr->type) {
   case PERF_RECORD_SAMPLE: on_sample(s, p, end); break;
@@ -201,6 +243,10 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
     char comm[32];
     snprintf(comm, sizeof comm, "%.*s", (int)(end - 16 - (p + 8)), (const char *)(p + 8));
     bool exec = hdr->misc & PERF_RECORD_MISC_COMM_EXEC;
+    if (exec && (pid_t)ids[0] == s->root && !s->root_execed) {
+      s->root_execed = true;
+      s->t_exec = t;
+    }
     if (ids[0] == ids[1] || exec)
       xs_process_name(s->session, (pid_t)ids[0], t, comm, exec);
     xs_thread(s->session, (pid_t)ids[0], (pid_t)ids[1], t, comm);
@@ -241,67 +287,10 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
   }
 }
 
-/* ---- ring buffers --------------------------------------------------------- */
-
-typedef struct ring {
-  int fd;
-  struct perf_event_mmap_page *meta;
-  unsigned char *data;
-  size_t size, map_size;
-} ring_t;
-
-typedef struct batch {
-  struct perf_event_header **rec;
-  size_t n, cap;
-} batch_t;
-
-/* Copy every record out of a ring (they may wrap) and free its space. */
-static void ring_drain(ring_t *r, batch_t *b) {
-  uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = r->meta->data_tail;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header hdr;
-    size_t off = tail & (r->size - 1);
-    memcpy(&hdr, r->data + off, sizeof hdr); /* 8-aligned: never split */
-    if (hdr.size < sizeof hdr || tail + hdr.size > head)
-      break;
-    struct perf_event_header *copy = malloc(hdr.size);
-    if (copy) {
-      size_t first = r->size - off < hdr.size ? r->size - off : hdr.size;
-      memcpy(copy, r->data + off, first);
-      memcpy((unsigned char *)copy + first, r->data, hdr.size - first);
-      if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 1024;
-        void *rec = realloc(b->rec, cap * sizeof *b->rec);
-        if (rec) {
-          b->rec = rec;
-          b->cap = cap;
-        }
-      }
-      if (b->n < b->cap)
-        b->rec[b->n++] = copy;
-      else
-        free(copy);
-    }
-    tail += hdr.size;
-  }
-  __atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-static int record_cmp(const void *a, const void *b) {
-  uint64_t x = record_time(*(struct perf_event_header *const *)a);
-  uint64_t y = record_time(*(struct perf_event_header *const *)b);
-  return x < y ? -1 : x > y;
-}
-
-/* One round: all rings, then the records in time order, so that a FORK or
- * MMAP2 seen on one CPU comes before the samples that need it on another. */
-static void drain_all(perf_state_t *s, ring_t *rings, size_t n) {
-  batch_t b = {0};
-  for (size_t i = 0; i < n; ++i)
-    ring_drain(&rings[i], &b);
-  if (b.n)
-    qsort(b.rec, b.n, sizeof *b.rec, record_cmp);
+/* What the reader copied out of the rings, in time order. */
+void handle_batch(perf_state_t *s, reader_t *rd) {
+  batch_t b;
+  reader_take(rd, &b);
   for (size_t i = 0; i < b.n; ++i) {
     on_record(s, b.rec[i]);
     free(b.rec[i]);
@@ -311,7 +300,7 @@ static void drain_all(perf_state_t *s, ring_t *rings, size_t n) {
 
 /* ---- opening the events ----------------------------------------------------- */
 
-static long read_sysctl(const char *name, long fallback) {
+long read_sysctl(const char *name, long fallback) {
   char path[128];
   snprintf(path, sizeof path, "/proc/sys/kernel/%s", name);
   FILE *f = fopen(path, "r");
@@ -326,12 +315,18 @@ static long read_sysctl(const char *name, long fallback) {
 
 /* The sampling period in ns of cpu-clock for a rate, within the kernel's
  * limit (kernel.perf_event_max_sample_rate). */
-static double effective_hz(const sample_perf_opts_t *o) {
+double effective_hz(const sample_perf_opts_t *o) {
   double max_rate = (double)read_sysctl("perf_event_max_sample_rate", 100000);
   return o->hz < max_rate ? o->hz : max_rate;
 }
 
-static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bool build_id) {
+/* kernel: kernel time and frames too (root, or perf_event_paranoid <= 1).
+ * per_cpu: one event per CPU for every task (root, CAP_PERFMON or
+ * paranoid <= 0), the tree picked by pid: the period runs on across
+ * threads, so threads shorter than a period get their share, where an
+ * inherited event loses the period in progress whenever a thread ends. */
+static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bool build_id, bool kernel,
+                      bool per_cpu) {
   memset(a, 0, sizeof *a);
   a->size = sizeof *a;
   a->type = PERF_TYPE_SOFTWARE;
@@ -340,21 +335,27 @@ static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bo
   double period = 1e9 / effective_hz(o);
   a->sample_period = period < 1000 ? 1000 : (uint64_t)period;
   a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  long max_stack = read_sysctl("perf_event_max_stack", 127);
   if (o->fp) {
     a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-    long max_stack = read_sysctl("perf_event_max_stack", 127);
     a->sample_max_stack = (uint16_t)((long)o->depth + 1 < max_stack ? (long)o->depth + 1 : max_stack);
   } else {
     a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
     a->sample_regs_user = UNW_REGS_MASK;
     a->sample_stack_user = o->stack_size;
+    if (kernel) { /* the kernel's frames from its call chain, the user's unwound */
+      a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+      a->exclude_callchain_user = 1;
+      a->sample_max_stack = (uint16_t)(max_stack < 64 ? max_stack : 64);
+    }
   }
-  a->disabled = 1;
-  a->inherit = 1;
-  a->enable_on_exec = 1;
-  a->exclude_kernel = 1; /* what perf_event_paranoid 2 allows; user time only */
+  a->disabled = !per_cpu;
+  a->inherit = !per_cpu;
+  a->enable_on_exec = !per_cpu;
+  a->exclude_idle = per_cpu;
+  a->exclude_kernel = !kernel; /* perf_event_paranoid 2 allows user space only */
   a->exclude_hv = 1;
-  a->exclude_callchain_kernel = 1;
+  a->exclude_callchain_kernel = !kernel;
   a->mmap = 1; /* counted by the kernel only with mmap set; mmap2 picks the record */
   a->mmap2 = 1;
   a->build_id = build_id;
@@ -365,6 +366,7 @@ static void make_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bo
   a->use_clockid = 1;
   a->clockid = CLOCK_MONOTONIC;
   a->watermark = 1;
+  a->wakeup_watermark = o->fp ? 64 * 1024 : 512 * 1024; /* wake early: rings of 0.5-16 MiB */
 }
 
 static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu) {
@@ -387,7 +389,7 @@ static bool seccomp_filtered(void) {
 
 bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   struct perf_event_attr a;
-  make_attr(o, &a, false);
+  make_attr(o, &a, false, false, false);
   int fd = perf_open(&a, 0, -1);
   if (fd >= 0) {
     close(fd);
@@ -400,13 +402,46 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len) {
   return false;
 }
 
-/* One event per CPU: inherit with a ring buffer needs per-CPU events. */
-static size_t open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **out, int *err) {
+/* What the kernel permits beyond user space of our children: kernel
+ * time, per-CPU events.  To compare: XPTRACE_SAMPLE_SCOPE=thread takes
+ * inherited events, XPTRACE_SAMPLE_KERNEL=0 user space only, even where
+ * more is allowed. */
+void probe_scope(const sample_perf_opts_t *o, bool *kernel, bool *per_cpu) {
   struct perf_event_attr a;
-  make_attr(o, &a, true);
+  make_attr(o, &a, false, true, false);
+  const char *no_kernel = getenv("XPTRACE_SAMPLE_KERNEL");
+  int fd = no_kernel && strcmp(no_kernel, "0") == 0 ? -1 : perf_open(&a, 0, -1);
+  *kernel = fd >= 0;
+  if (fd >= 0)
+    close(fd);
+  const char *scope = getenv("XPTRACE_SAMPLE_SCOPE");
+  *per_cpu = false;
+  if (scope && strcmp(scope, "thread") == 0)
+    return;
+  make_attr(o, &a, false, *kernel, true);
+  a.disabled = 1;
+  fd = perf_open(&a, -1, 0);
+  *per_cpu = fd >= 0;
+  if (fd >= 0)
+    close(fd);
+}
+
+/* One event per CPU: inherit with a ring buffer needs per-CPU events;
+ * per_cpu: for every task on that CPU. */
+size_t open_rings(const sample_perf_opts_t *o, pid_t pid, bool kernel, bool per_cpu, ring_t **out,
+                         int *err) {
+  struct perf_event_attr a;
+  make_attr(o, &a, true, kernel, per_cpu);
+  if (per_cpu)
+    pid = -1;
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   /* Room for a few hundred samples with their stack copies per CPU. */
   size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = o->fp ? 128 : 1024;
+  /* Per-CPU events carry every process's samples until the launcher
+   * leaves them out: 4x the room (16 MiB a CPU, a second at 1 kHz; less
+   * on many CPUs), where the memory allowance permits. */
+  if (per_cpu)
+    pages *= ncpu <= 16 ? 4 : ncpu <= 64 ? 2 : 1;
   ring_t *rings = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *rings);
   size_t n = 0;
   *err = 0;
@@ -479,11 +514,14 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   }
   close(go[0]);
   launch_forward_signals(pid);
+  if (launch_on_fork) /* xptrace run --counters */
+    launch_on_fork(pid, launch_on_fork_ctx);
 
   const char *base = strrchr(command[0], '/');
-  xs_options_t so = {o->dir,     command[0], "perf", effective_hz(o), o->depth, o->demangle, true,
-                     false,      NULL,       0,      {effective_hz(o), 0}};
-  perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o};
+  xs_options_t so = {o->dir,     command[0],    "perf", effective_hz(o), o->depth, o->demangle, true,
+                     false,      o->trace_path, o->trace_path_len, {effective_hz(o), 0}};
+  perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o, .root = pid};
+  probe_scope(o, &s.kernel, &s.per_cpu);
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
   if (!s.session || (!o->fp && !s.unw) || !s.pcs) {
     /* Out of memory at start: the command still runs, unsampled. */
@@ -497,13 +535,13 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   }
   ring_t *rings = NULL;
   int err = 0;
-  size_t nrings = s.pcs && s.session ? open_rings(o, pid, &rings, &err) : 0;
+  size_t nrings = s.pcs && s.session ? open_rings(o, pid, s.kernel, s.per_cpu, &rings, &err) : 0;
   if (nrings == 0)
     fprintf(stderr, "xptrace sample: cannot sample %s: perf_event_open: %s\n", command[0],
             strerror(err ? err : ENODEV));
-  struct pollfd *pfd = calloc(nrings ? nrings : 1, sizeof *pfd);
-  for (size_t i = 0; pfd && i < nrings; ++i)
-    pfd[i] = (struct pollfd){.fd = rings[i].fd, .events = POLLIN};
+  reader_t rd;
+  reader_init(&rd, rings, nrings, s.per_cpu, pid);
+  bool threaded = reader_start(&rd);
   if (write(go[1], "g", 1) < 0) {
     /* The child sees end of file and runs anyway. */
   }
@@ -533,43 +571,62 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
       status = 1 << 8;
       break;
     }
-    if (pfd && nrings)
-      poll(pfd, nrings, 50);
-    else
+    if (threaded) {
       usleep(50000);
-    drain_all(&s, rings, nrings);
+    } else {
+      struct pollfd pfd = {.fd = nrings ? rings[0].fd : -1, .events = POLLIN};
+      poll(&pfd, 1, 50);
+      reader_poll(&rd);
+    }
+    handle_batch(&s, &rd);
     if (s.session)
       live_refresh(&s);
   }
   launch_forward_signals(0);
-  drain_all(&s, rings, nrings);
+  reader_stop(&rd);
+  handle_batch(&s, &rd);
+  reader_free(&rd);
   for (size_t i = 0; i < nrings; ++i) {
     munmap(rings[i].meta, rings[i].map_size);
     close(rings[i].fd);
   }
   free(rings);
-  free(pfd);
 
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-  char unwinder[96];
+  char unwinder[192], how[96];
+  snprintf(how, sizeof how, "; %s, %s", s.per_cpu ? "per-CPU events" : "per-thread events",
+           s.kernel ? "user and kernel time" : "user time only");
   if (o->fp)
-    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, frame-pointer call chains");
+    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, frame-pointer call chains%s", how);
   else
-    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies",
-             o->stack_size / 1024);
-  xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder};
-  if (s.session && nrings && xs_session_finish(s.session, &ms) == 0) {
+    snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies%s",
+             o->stack_size / 1024, how);
+  xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder, s.kernel, s.per_cpu};
+  double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+  uint64_t written = s.session && nrings ? xs_session_finish(s.session, &ms) : 1;
+  double due = (s.kernel ? cpu : user) * effective_hz(o);
+  /* Per-thread events: what the kernel did not sample, with the cause. */
+  if (written && !o->nperiods && !s.per_cpu && due >= 20 && (double)written < 0.8 * due && !s.lost && !s.throttled)
+    fprintf(stderr, "xptrace sample: %llu samples for %.3f CPU-s of %s time at %g Hz (%.0f due): per-thread "
+            "events lose the period in progress whenever a thread ends, so threads shorter than a period "
+            "go unsampled; per-CPU sampling (root, CAP_PERFMON or kernel.perf_event_paranoid <= 0) has "
+            "no such loss, or raise -f\n", (unsigned long long)written, s.kernel ? cpu : user,
+            s.kernel ? "user and kernel" : "user", effective_hz(o), due);
+  if (written == 0 && o->nperiods) {
+    fprintf(stderr, "xptrace sample: no samples: no sampling window opened before the program ended "
+            "(--periods; %llu samples outside)\n", (unsigned long long)s.outside);
+  } else if (written == 0) {
     /* Never "no samples" without a reason. */
-    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
     /* Nothing lost or throttled and a few periods at most: the start-up
      * before the events were enabled is counted but not sampled (true
      * used 11-20 ms here on a slow guest). */
     double period = 1.0 / effective_hz(o);
     if (user < period || (!s.lost && !s.throttled && user < 4 * period))
       fprintf(stderr, "xptrace sample: no samples: the program used %.3f s of user-space CPU time, %s "
-              "(kernel time is not sampled; raise -f)\n", user,
-              user < period ? "less than one sampling period" : "a few sampling periods at most");
+              "(%s; raise -f)\n", user,
+              user < period ? "less than one sampling period" : "a few sampling periods at most",
+              s.kernel ? "its kernel time too" : "kernel time is not sampled");
     else
       fprintf(stderr, "xptrace sample: no samples: %llu lost, %llu throttled by the kernel "
               "(kernel.perf_event_max_sample_rate; lower -f)\n", (unsigned long long)s.lost,

@@ -18,6 +18,12 @@ typedef struct sample_perf_opts {
   bool fp;             /* frame-pointer call chains instead of DWARF unwinding */
   bool demangle;       /* C++ names demangled */
   unsigned stack_size; /* bytes of user stack copied per sample (DWARF) */
+  char *trace_path;    /* when set: gets the samples trace's path ("" none) */
+  size_t trace_path_len;
+  /* --periods of wall time (realtime specs only): samples outside the
+   * windows, counted from the command's exec, are left out. */
+  const struct sampler_period *periods;
+  size_t nperiods;
 } sample_perf_opts_t;
 
 /* Whether this kernel lets us sample a child of ours; false with the
@@ -29,5 +35,12 @@ bool sample_perf_available(const sample_perf_opts_t *o, char *why, size_t len);
  * prints what was left, before the status is reported. */
 int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(const void *),
                     const void *ctx);
+
+/* Sample running processes (every thread, and the children they start)
+ * until they end, Ctrl-C or `duration` seconds (0: no limit); write the
+ * outputs.  Needs per-CPU events (said in one line when refused).
+ * Returns 0, or 1 after one line. */
+#include <sys/types.h>
+int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sample_perf_opts_t *o);
 
 #endif /* XPTRACE_SAMPLE_PERF_H */

@@ -1,6 +1,7 @@
 /* The launcher's sample session: what sampling methods learnt, turned
  * into samples.folded, samples.csv, the summary and the trace. */
 #include "samples_internal.h"
+#include "sample_kernel.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -176,6 +177,7 @@ static uint32_t thread_get(xs_session_t *s, pid_t pid, pid_t tid) {
   t->pid = pid;
   t->tid = tid;
   t->cpu_ns = UINT64_MAX;
+  t->sys_share = -1;
   t->index = tid == pid ? 0 : ++p->nthreads;
   index_set(&s->thread_index, slot, h, (uint32_t)s->nthreads);
   return (uint32_t)s->nthreads++;
@@ -204,6 +206,12 @@ void xs_thread_cpu(xs_session_t *s, pid_t pid, pid_t tid, uint64_t cpu_ns) {
   xs_thread_t *th = &s->threads[i];
   if (th->cpu_ns == UINT64_MAX || cpu_ns > th->cpu_ns)
     th->cpu_ns = cpu_ns;
+}
+
+void xs_thread_system(xs_session_t *s, pid_t pid, pid_t tid, double share) {
+  uint32_t i = thread_get(s, pid, tid);
+  if (i != UINT32_MAX)
+    s->threads[i].sys_share = share;
 }
 
 void xs_mapping(xs_session_t *s, pid_t pid, uint64_t t, uint64_t start, uint64_t end,
@@ -317,9 +325,12 @@ void xs_sample(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, uint64_t
   for (size_t i = 0; i < n; ++i) {
     /* Return addresses point after the call: look up the call itself. */
     uint64_t a = pc[i] - (i > 0 && pc[i] > 0);
-    const xsym_map_t *m = xsym_maps_find(s->maps, pid, t, a);
+    const xsym_map_t *m = ksym_is_kernel(a) ? NULL : xsym_maps_find(s->maps, pid, t, a);
     xs_frm_t f = {0};
-    if (m && m->module) {
+    if (ksym_is_kernel(a)) {
+      f.name = ksym_name(a); /* one pointer per function: one frame */
+      f.modname = "[kernel]";
+    } else if (m && m->module) {
       f.module = m->module;
       f.off = a - m->start + m->pgoff;
       f.map_start = m->start;
@@ -695,8 +706,23 @@ static void report_processes(const xs_session_t *s, uint64_t total) {
   }
 }
 
-/* Every thread's CPU time (the kernel's) against its samples. */
-static void diagnose_threads(const xs_session_t *s) {
+/* Every thread's CPU time (the kernel's) against its samples, with the
+ * cause that fits what was measured. */
+static const char *too_few_why(const xs_session_t *s, const xs_thread_t *t, const xs_method_stats_t *m) {
+  if (strcmp(s->o.method, "perf") != 0)
+    return "it blocked or took the sampling signal; use --method perf";
+  bool kernel_time = t->sys_share >= 0.5;
+  if (kernel_time && !(m && m->kernel))
+    return "its time was mostly in the kernel (system calls, page faults; its utime and stime say so), which "
+           "the perf method samples only as root or with kernel.perf_event_paranoid <= 1";
+  if (m && !m->per_cpu)
+    return "per-thread events lose the period in progress whenever a thread ends, so the time of threads "
+           "shorter than a period (and beside them) goes unsampled; per-CPU sampling (root or "
+           "kernel.perf_event_paranoid <= 0) has no such loss, or raise -f";
+  return "the kernel did not deliver them (throttled or lost: see above)";
+}
+
+static void diagnose_threads(const xs_session_t *s, const xs_method_stats_t *m) {
   if (clock_rate(s, XS_CPUTIME) <= 0 || !clock_on(s, XS_CPUTIME))
     return;
   double period = 1e9 / clock_rate(s, XS_CPUTIME);
@@ -719,11 +745,7 @@ static void diagnose_threads(const xs_session_t *s) {
     fprintf(stderr,
             "xptrace sample: thread %d (%s) used %.3f CPU-s but got %.0f samples (%.0f expected): %s\n",
             (int)t->tid, t->name[0] ? t->name : p && p->name[0] ? p->name : "?", (double)t->cpu_ns * 1e-9,
-            got, expect,
-            strcmp(s->o.method, "perf") == 0
-                ? "its time was in the kernel (system calls, page faults), which the perf method does not "
-                  "sample (user space only); `perf stat -e task-clock,user_time` tells them apart"
-                : "it blocked or took the sampling signal; use --method perf");
+            got, expect, too_few_why(s, t, m));
   }
   if (quiet)
     fprintf(stderr, "xptrace sample: %u more thread(s) with too few samples for their CPU time\n", quiet);
@@ -778,7 +800,7 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
   if (s->dropped)
     fprintf(stderr, "xptrace sample: %llu sample(s) dropped (out of memory)\n",
             (unsigned long long)s->dropped);
-  diagnose_threads(s);
+  diagnose_threads(s, m);
   return total;
 }
 

@@ -58,6 +58,9 @@ void xs_thread(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, const char *na
 void xs_thread_exit(xs_session_t *s, pid_t pid, pid_t tid, uint64_t t, uint64_t cpu_ns);
 /* A thread's CPU time so far, read while it runs: the largest is kept. */
 void xs_thread_cpu(xs_session_t *s, pid_t pid, pid_t tid, uint64_t cpu_ns);
+/* The share of a thread's CPU time spent in the kernel (0..1), as its
+ * last reading of utime and stime gave it; for the diagnostics. */
+void xs_thread_system(xs_session_t *s, pid_t pid, pid_t tid, double share);
 
 /* A file (or anonymous, path "[anon]", "[vdso]"...) mapped at [start,
  * end) from file offset pgoff, from time t until a later mapping
@@ -67,7 +70,7 @@ void xs_mapping(xs_session_t *s, pid_t pid, uint64_t t, uint64_t start, uint64_t
 
 /* A sample of thread tid: `n` code addresses innermost first; pc[0] is
  * the interrupted instruction, the others return addresses (looked up
- * one byte back).  weight: how many sampling periods it stands for
+ * one byte back); kernel addresses are named from /proc/kallsyms.  weight: how many sampling periods it stands for
  * (1, or 1 + timer overruns).  truncated: the stack was deeper than
  * what was kept (outermost frames missing). */
 void xs_sample(xs_session_t *s, xs_clock_t clock, pid_t pid, pid_t tid, uint64_t t,
@@ -89,6 +92,8 @@ typedef struct xs_method_stats {
   double cpu_seconds;   /* CPU time of the whole tree (rusage), < 0 unknown */
   double effective_hz;  /* delivered rate, samples per CPU-second; < 0: computed here */
   const char *unwinder; /* e.g. "DWARF (libdwfl), 16 KiB stack copies" */
+  bool kernel;          /* perf: kernel time sampled too (else user space only) */
+  bool per_cpu;         /* perf: per-CPU events (else inherited per-thread ones) */
 } xs_method_stats_t;
 
 /* Symbolize, write the files, print the summary and diagnostics.

@@ -18,6 +18,7 @@ typedef struct xs_thread {
   char name[32];
   uint64_t samples[XS_NCLOCKS]; /* weights */
   uint64_t cpu_ns;              /* UINT64_MAX: unknown */
+  double sys_share;             /* of its CPU time in the kernel; < 0 unknown */
   uint64_t t_first, t_last;     /* of its samples */
 } xs_thread_t;
 

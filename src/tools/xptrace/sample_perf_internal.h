@@ -1,0 +1,44 @@
+/* Inside the perf method: sample_perf.c (a command) and
+ * sample_perf_attach.c (running processes) share the state and the steps
+ * of one sampling session. */
+#ifndef XPTRACE_SAMPLE_PERF_INTERNAL_H
+#define XPTRACE_SAMPLE_PERF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample_perf.h"
+#include "sample_perf_ring.h"
+#include "sample_perf_unwind.h"
+#include "samples.h"
+
+typedef struct perf_state {
+  xs_session_t *session;
+  unw_t *unw;
+  const sample_perf_opts_t *o;
+  uint64_t *pcs;
+  uint64_t lost, throttled, cut, outside; /* outside: of the --periods windows */
+  struct live { pid_t pid, tid; uint64_t base; } *live; /* running threads, their CPU times */
+  size_t nlive, cap_live, next_live;
+  bool per_cpu, kernel; /* per-CPU events (the reader keeps the tree's records); kernel time */
+  bool root_execed;     /* the command's exec seen: its samples count */
+  uint64_t t_exec;      /* its time (CLOCK_MONOTONIC ns), for --periods */
+  pid_t root;
+} perf_state_t;
+
+/* A thread whose CPU time the launcher reads while it runs. */
+void live_add(perf_state_t *s, pid_t pid, pid_t tid);
+/* Read a few threads' CPU times (in turn) into the session. */
+void live_refresh(perf_state_t *s);
+/* Hand what the reader copied to the session, in time order. */
+void handle_batch(perf_state_t *s, reader_t *rd);
+long read_sysctl(const char *name, long fallback);
+/* The rate asked, within kernel.perf_event_max_sample_rate. */
+double effective_hz(const sample_perf_opts_t *o);
+/* What the kernel permits: kernel time, per-CPU events. */
+void probe_scope(const sample_perf_opts_t *o, bool *kernel, bool *per_cpu);
+/* One event and ring per CPU (pid -1 with per_cpu); the count opened. */
+size_t open_rings(const sample_perf_opts_t *o, pid_t pid, bool kernel, bool per_cpu, ring_t **out, int *err);
+
+#endif /* XPTRACE_SAMPLE_PERF_INTERNAL_H */

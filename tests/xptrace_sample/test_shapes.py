@@ -1,0 +1,172 @@
+"""Accuracy of `xptrace sample` on programs of known shape (shape_work.c),
+under both methods: the shares of the profile against the threads' CPU
+times as the kernel counted them in the same run (printed by the program).
+
+usage: test_shapes.py MODE XPTRACE SHAPE_WORK TESTS_DIR SCRATCH
+MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
+      | perf-short-thread (inherited per-thread events, user space only, as
+        an unprivileged user gets them: what is lost is said, truly)
+      | timer-worker (long and short threads on one start routine: the
+        undelivered periods of short threads are not given the long one's stacks)
+      | perf-periods (--periods of wall time under the perf method: the
+        samples outside the windows are left out)
+      | perf-attach (xptrace sample -p PID on a running program, 1 s after
+        its start: its 40/30/20/10 rounds)
+Exit 77 (skipped) where the method cannot run here.
+
+Tolerance: 5 points or 3 binomial standard deviations of the samples
+taken, whichever is larger (at 100 Hz, ~200 samples: ~10 points).  The
+wrong answers these tests were written against were 40 points off
+(perf at 100 Hz: 91/9 for 50/50) or put 42-51 % of the time in `st`,
+a function that only calls `short_work`."""
+import math
+import os
+import re
+import shutil
+import sys
+
+mode, xptrace, work, tests, scratch = sys.argv[1:6]
+sys.path.insert(0, os.path.join(tests, "sampler"))
+from samples import Checker, run, read_folded, total  # noqa: E402
+
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+c = Checker(mode)
+method = mode.split("-")[0]
+freq = "100" if mode.endswith(("-100", "-thread")) else "1000"
+sanitized = bool(os.environ.get("XPTRACE_TEST_SANITIZE"))
+if method == "timer" and sanitized:
+    print(f"SKIP [{mode}]: the sanitized sampler cannot go into an unsanitized fixture")
+    sys.exit(77)
+
+
+def xp(*args, env=None):
+    return run([xptrace] + list(args), cwd=scratch, timeout=170, env=env)
+
+
+rc, out, err = xp("sample", "--method", "perf", "-o", "probe", "--", "true")
+if method == "perf" and "using the timer method" in err:
+    print(f"SKIP [{mode}]: {err.strip()}")
+    sys.exit(77)
+
+
+def sample(name, *cmd, env=None):
+    rc, out, err = xp("sample", "--method", method, "-f", freq, "-o", name, "--", work, *cmd, env=env)
+    c.check(rc == 0, f"exit {rc}: {err}")
+    stacks = read_folded(os.path.join(scratch, name, "samples.folded")) or []
+    m = re.search(r"^cpu (.*)$", out, re.M)
+    cpu = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())} if m else {}
+    c.check(bool(cpu), f"the program printed no CPU times: {out} {err}")
+    return err, stacks, cpu
+
+
+def incl(stacks, fn):
+    return sum(k for f, k in stacks if fn in f[1:])
+
+
+def self_(stacks, fn):
+    return sum(k for f, k in stacks if f[-1] == fn)
+
+
+def within(name, got, want, n, least=5.0):
+    tol = max(least, 300.0 * math.sqrt(max(want, 1) / 100 * max(100 - want, 1) / 100 / max(n, 1)))
+    print(f"{name}: {got:.1f}% (truth {want:.1f}% from the kernel's CPU times, +- {tol:.1f})")
+    c.check(abs(got - want) <= tol, f"{name} {got:.1f}% against {want:.1f}% +- {tol:.1f}")
+
+
+if mode.startswith(("timer-short", "perf-short")):
+    # One long thread next to 500 threads of 2 ms, one after the other.
+    err, st, cpu = sample("s", "short", "500", "2")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if n:
+        within("long_work", 100.0 * incl(st, "long_work") / n, 100.0 * cpu.get("long", 0) / all_cpu, n)
+        within("st (short threads)", 100.0 * incl(st, "st") / n, 100.0 * cpu.get("short", 0) / all_cpu, n)
+        # st only calls short_work: its own samples are misattributed.
+        st_self = 100.0 * self_(st, "st") / n
+        print(f"st self {st_self:.1f}%, short_work self {100.0 * self_(st, 'short_work') / n:.1f}%")
+        c.check(st_self <= 3, f"st has {st_self:.1f}% self time; it only calls short_work")
+        # Under short_work (itself or the clock reads it makes): at 100 Hz
+        # the timer method's few captures of short threads may hold one
+        # in clock_gettime, and their charges follow it.
+        c.check(incl(st, "short_work") >= 0.85 * incl(st, "st"),
+                f"short_work {incl(st, 'short_work')} of st's {incl(st, 'st')} samples")
+    c.check(n >= 0.5 * all_cpu * float(freq), f"{n} samples for {all_cpu:.3f} CPU-s at {freq} Hz")
+    # Never the kernel-time explanation for threads that ran user code.
+    c.check("its time was in the kernel" not in err, f"a false kernel-time diagnosis: {err}")
+    if method == "timer":
+        c.check(re.search(r"\d+ stack captures stand for the \d+ cputime samples", err),
+                f"captures and weighted samples not told apart: {err}")
+elif mode == "perf-read":
+    # A thread in read() (kernel time) next to one computing: as root the
+    # perf method samples the kernel too and the split is the CPU times'.
+    err, st, cpu = sample("r", "read", "500")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if os.geteuid() != 0 and not re.search(r"kernel frames", err):
+        c.check("kernel" in err, f"kernel time not sampled and not said: {err}")
+    elif n:
+        within("read_work", 100.0 * incl(st, "read_work") / n, 100.0 * cpu.get("read", 0) / all_cpu, n)
+        within("compute_work", 100.0 * incl(st, "compute_work") / n, 100.0 * cpu.get("compute", 0) / all_cpu, n)
+        kernel = sum(k for f, k in st if "read_work" in f and f[-1].endswith("_[k]"))
+        c.check(kernel >= 0.5 * incl(st, "read_work"),
+                f"{kernel} of read_work's {incl(st, 'read_work')} samples with kernel frames")
+elif mode == "perf-periods":
+    # phase_a for the first second, phase_b for 1.5 s after; the window
+    # 1.3-1.8 s after the exec is inside phase_b.
+    rc, out, err = xp("sample", "-f", "1000", "--periods", "realtime:1.3:0.5:1", "-o", "w", "--",
+                      work, "phases", "1", "1.5")
+    c.check(rc == 0 and "method perf (" in err, f"--periods under the perf method: {rc} {err}")
+    st = read_folded(os.path.join(scratch, "w", "samples.folded")) or []
+    a, b = incl(st, "phase_a"), incl(st, "phase_b")
+    print(f"phase_a {a} samples, phase_b {b} (window inside phase_b)")
+    c.check(a == 0 and b >= 20, f"phase_a {a}, phase_b {b} samples")
+    c.check(total(st) <= 0.5 * 1000 * 2 + 50, f"{total(st)} samples in a 0.5 s window at 1 kHz")
+elif mode == "timer-worker":
+    err, st, cpu = sample("w", "worker", "500", "2")
+    n = total(st)
+    all_cpu = sum(cpu.values()) or 1
+    if n:
+        within("long_work", 100.0 * incl(st, "long_work") / n, 100.0 * cpu.get("long", 0) / all_cpu, n)
+        within("short_work", 100.0 * incl(st, "short_work") / n, 100.0 * cpu.get("short", 0) / all_cpu, n)
+elif mode == "perf-attach":
+    import subprocess
+    import time
+    prog = subprocess.Popen([work, "loop", "6"], stdout=subprocess.PIPE, text=True)
+    c.check(prog.stdout.readline().strip() == "ready", "shape_work loop did not start")
+    time.sleep(1)
+
+    def cpu_of(pid):  # utime + stime, seconds
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu0 = cpu_of(prog.pid)
+    rc, out, err = xp("sample", "-f", "1000", "-p", str(prog.pid), "--duration", "2", "-o", "a")
+    cpu = cpu_of(prog.pid) - cpu0  # a little more than the window's
+    c.check(rc == 0 and f"attached to shape_work (pid {prog.pid})" in err, f"attach: {rc} {err}")
+    st = read_folded(os.path.join(scratch, "a", "samples.folded")) or []
+    n = total(st)
+    print(f"{n} samples for {cpu:.3f} CPU-s of the program around the window")
+    c.check(n >= 0.6 * cpu * 1000, f"{n} samples for {cpu:.3f} CPU-s at 1 kHz")
+    for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+        if n:
+            within(fn, 100.0 * incl(st, fn) / n, want, n, least=3.0)
+    c.check(prog.wait(timeout=60) == 0, "the program did not end well after the attach")
+    rc, out, err = xp("sample", "-p", "999999999", "-o", "gone")
+    c.check(rc == 2 or (rc == 1 and "cannot attach to" in err), f"attach to no process: {rc} {err}")
+elif mode == "perf-short-thread":
+    # Inherited events lose the period in progress whenever a thread ends:
+    # the shares are wrong here (the long thread reads ~90 %), and the
+    # output must say why, never that the time was in the kernel.
+    err, st, cpu = sample("t", "short", "500", "2", env={"XPTRACE_SAMPLE_SCOPE": "thread", "XPTRACE_SAMPLE_KERNEL": "0"})
+    c.check("per-thread events, user time only" in err, f"not the per-thread user-only scope: {err}")
+    c.check("its time was mostly in the kernel" not in err and "its time was in the kernel" not in err,
+            f"a false kernel-time diagnosis: {err}")
+    n, due = total(st), sum(cpu.values()) * float(freq)
+    print(f"{n} samples for {due:.0f} due")
+    if n < 0.8 * due:
+        c.check(re.search(r"\d+ samples for [0-9.]+ CPU-s of user time at 100 Hz \(\d+ due\): per-thread events "
+                          r"lose the period in progress", err), f"{n} samples of {due:.0f} due, not said: {err}")
+else:
+    c.check(False, f"unknown mode {mode}")
+sys.exit(c.done())
