@@ -271,8 +271,12 @@ elif mode == "forkexec":
     # edges of the spins are right too: main itself, a call it makes (the
     # mode's strcmp, the parent's wait4) and the exit handlers; a loaded
     # machine (or ASan) puts a few samples there (3 of 160 in one CI run).
+    # With kernel frames (root: per-CPU events), the fork, exec and wait
+    # show as kernel frames under the caller, and a sample taken inside
+    # the exec has no user frame at all.
     def transition(f):
-        return f[-1] == "_start" or any(x in ("__fork", "_Fork", "arch_fork") or x.startswith("_dl_") for x in f)
+        return f[-1] == "_start" or any(x in ("__fork", "_Fork", "arch_fork") or x.startswith("_dl_") or x.endswith("_[k]") for x in f) \
+            or all(x.startswith("[") for x in f)
     def edge(f):
         return "main" in f[-2:] or any(x in ("exit", "__run_exit_handlers") for x in f)
     other = [(f, k) for f, k in st if f[-1] not in ("child_spin", "main_spin") and not transition(f) and not edge(f)]
