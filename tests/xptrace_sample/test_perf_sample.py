@@ -348,7 +348,11 @@ elif mode == "trace":
     # The 50 short threads' stacks reach start_thread; the main thread
     # creating them takes a few samples of its own (2 of 101 once under
     # ASan, on a loaded machine), hence 95 %, not 99.
-    rc, out, err, st = sample("tr", work, "short", "50")
+    # User space only: with kernel frames (root) the samples taken in the
+    # kernel while a thread starts or exits hold no start_thread (93.5 %
+    # under clang in CI); the kernel modes check those.
+    rc, out, err, st = sample("tr", work, "short", "50",
+                              env={"XPTRACE_SAMPLE_KERNEL": "0"})
     c.check(rc == 0, f"exit {rc}: {err}")
     trace = os.path.join(scratch, "tr", "samples.perfetto-trace")
     # The trace holds every sample, the loader's start-up ones included.
