@@ -121,6 +121,11 @@ static void settings_read(void) {
   causal_cfg.max_seconds = (double)env_long("XPTRACE_CAUSAL_DURATION", 0, 0, 100000000);
   causal_cfg.period_us = env_long("XPTRACE_CAUSAL_PERIOD_US", 1000, 100, 1000000);
   causal_cfg.cpu_only = env_long("XPTRACE_CAUSAL_CPU_ONLY", 0, 0, 1) == 1;
+  const char *sampler = getenv("XPTRACE_CAUSAL_SAMPLER");
+  causal_cfg.timer_sampling = sampler && !strcmp(sampler, "timer");
+  if (sampler && *sampler && strcmp(sampler, "timer") && strcmp(sampler, "perf"))
+    xpt_msg("xptrace: XPTRACE_CAUSAL_SAMPLER='%s' is neither perf nor timer; using perf\n",
+            sampler);
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -332,6 +337,9 @@ __attribute__((destructor)) static void causal_unload(void) {
   }
   if (X.fd < 0)
     return;
+  if (atomic_load(&causal_timer_threads) && !causal_cfg.timer_sampling)
+    xpt_msg("xptrace: causal: perf events refused (perf_event_paranoid); sampled with CPU-time "
+            "timers, which fire at the kernel's tick: predictions are less exact\n");
   if (X.discarded)
     xpt_msg("xptrace: causal: %ld experiment(s) discarded: their delays left under 1 %% of the "
             "window (a busy machine)\n",

@@ -50,6 +50,8 @@ typedef struct causal_thread {
 } causal_thread_t;
 
 extern _Atomic int64_t causal_global_ns; /* delay every thread owes in total */
+/* Set once a thread samples with a perf task-clock event / the timer. */
+extern atomic_int causal_perf_threads, causal_timer_threads;
 causal_thread_t *causal_self(void);
 /* Pay what this thread owes (sleep), outside a signal handler or in one. */
 void causal_catch_up(causal_thread_t *t);
@@ -108,6 +110,7 @@ typedef struct {
   double max_seconds;       /* XPTRACE_CAUSAL_DURATION, 0 unlimited */
   long period_us;           /* XPTRACE_CAUSAL_PERIOD_US */
   bool cpu_only;            /* XPTRACE_CAUSAL_CPU_ONLY=1: delays per CPU period */
+  bool timer_sampling;      /* XPTRACE_CAUSAL_SAMPLER=timer: no perf events */
 } causal_cfg_t;
 extern causal_cfg_t causal_cfg;
 

@@ -1,23 +1,28 @@
-/* Sampling and delays.  Each thread samples itself: a POSIX timer on its
- * own CPU-time clock (SIGEV_THREAD_ID) sends it SIGPROF every period.  The
+/* Sampling and delays.  Each thread samples itself: a perf task-clock
+ * event on the thread (an hrtimer: exact periods) or, where perf events
+ * are refused, a POSIX timer on its own CPU-time clock (fires only at the
+ * kernel's tick), sends it SIGPROF every period.  The
  * handler maps the interrupted address to a line (causal_lines_find, no
  * library call), counts it, and when it is the selected line adds one
  * delay (speedup x period) that every *other* thread owes; then the thread
  * pays what it owes by sleeping (clock_nanosleep is async-signal-safe).
  * Threads also pay before they block, and a thread woken by another
  * (mutex, condition variable, join, semaphore, barrier) is excused the
- * delays added while it slept: its waker paid them.  We chose the timer
- * method over perf_event_open on the thread itself because it needs no
- * perf_event_paranoid setting, works in containers and CI, and gives one
- * sample per signal with the address in the ucontext. */
+ * delays added while it slept: its waker paid them.  Either way one
+ * signal is one sample with the address in the ucontext.  The tick
+ * mattered: at HZ=250 a 1 ms timer fires every 4 ms, so a line's delay
+ * was added late and a thread waiting by then was excused it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -30,11 +35,14 @@
 #endif
 
 _Atomic int64_t causal_global_ns;
+atomic_int causal_perf_threads, causal_timer_threads;
 
 typedef struct {
   causal_thread_t state;
   timer_t timer;
-  bool has_timer;
+  bool has_timer;   /* a sampling source runs: the timer or perf_fd */
+  int perf_fd;      /* the task-clock event, -1 when the timer samples */
+  uint64_t perf_id; /* its kernel id: the fd is ours only if it still says so */
 } thread_slot_t;
 
 static __thread thread_slot_t tls __attribute__((tls_model("initial-exec")));
@@ -181,13 +189,78 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+/* The fd still names our event (the program may have closed it and
+ * reused the number: closing it then would close the program's file). */
+static bool perf_fd_ours(int fd, uint64_t id) {
+  uint64_t now = 0;
+  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &now) == 0 && now == id;
+}
+
+/* Our fds live high in the table, out of the numbers the program's own
+ * open() would get (a program printing or reusing fd numbers must see
+ * its own).  The low fd is kept when the table has no room up there. */
+static int fd_move_high(int fd) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
+    return fd;
+  rlim_t base = rl.rlim_cur / 4 * 3;
+  if (base > 8192) /* a huge limit: a table that large costs memory */
+    base = 8192;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+  if (high < 0)
+    return fd;
+  close(fd);
+  return high;
+}
+
+/* A task-clock event on the calling thread that signals SIGPROF to it at
+ * every period; kernel time counts too where permitted (as the CPU-time
+ * timer's does), else user time only.  False when refused. */
+static bool perf_start(long period_ns) {
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  for (int exclude_kernel = 0; exclude_kernel <= 1; ++exclude_kernel) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = (uint64_t)period_ns;
+    a.wakeup_events = 1;
+    a.disabled = 1;
+    a.exclude_kernel = (unsigned)exclude_kernel;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+      continue;
+    fd = fd_move_high(fd);
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    uint64_t id = 0;
+    if (fcntl(fd, F_SETOWN_EX, &owner) == 0 && fcntl(fd, F_SETSIG, SIGPROF) == 0 &&
+        fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 &&
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) {
+      tls.perf_fd = fd;
+      tls.perf_id = id;
+      return true;
+    }
+    close(fd);
+  }
+  return false;
+}
+
 void causal_thread_start(causal_thread_t *t) {
   t->live = true;
   t->last_line = -1;
   t->runnable_ns = runnable_now();
+  tls.perf_fd = -1;
   if (!sampling_on)
     return;
   pthread_setspecific(exit_key, &tls);
+  long ns = causal_cfg.period_us * 1000;
+  if (!causal_cfg.timer_sampling && perf_start(ns)) {
+    tls.has_timer = true;
+    atomic_store_explicit(&causal_perf_threads, 1, memory_order_relaxed);
+    return;
+  }
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -196,15 +269,21 @@ void causal_thread_start(causal_thread_t *t) {
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &tls.timer) != 0)
     return;
   tls.has_timer = true;
-  long ns = causal_cfg.period_us * 1000;
+  atomic_store_explicit(&causal_timer_threads, 1, memory_order_relaxed);
   struct itimerspec its = {{ns / 1000000000, ns % 1000000000}, {ns / 1000000000, ns % 1000000000}};
   timer_settime(tls.timer, 0, &its, NULL);
 }
 
 void causal_thread_stop(causal_thread_t *t) {
   t->live = false;
-  if (tls.has_timer) {
-    tls.has_timer = false;
+  if (!tls.has_timer)
+    return;
+  tls.has_timer = false;
+  if (tls.perf_fd >= 0) {
+    if (perf_fd_ours(tls.perf_fd, tls.perf_id))
+      close(tls.perf_fd);
+    tls.perf_fd = -1;
+  } else {
     timer_delete(tls.timer);
   }
 }
@@ -216,7 +295,11 @@ static void thread_exit(void *p) {
 
 static void atfork_child(void) {
   /* Timers are not inherited and our thread is gone: the child runs
-   * unprofiled (an exec'd child profiles itself). */
+   * unprofiled (an exec'd child profiles itself).  The forking thread's
+   * perf fd was inherited, bound to the parent's thread: close it. */
+  if (tls.perf_fd >= 0 && perf_fd_ours(tls.perf_fd, tls.perf_id))
+    close(tls.perf_fd);
+  tls.perf_fd = -1;
   tls.has_timer = false;
   tls.state.live = false;
   causal_exp_forked();

@@ -12,11 +12,13 @@
  * FIXTURE_PLAIN: no xptrace header at all (an unmodified program).
  * Prints "rounds N" and the time per round; exits with status 3 when
  * ROUNDS is 7 (so that tests can see the status passed through). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef FIXTURE_PLAIN
 #include <xptrace/causal.h>
@@ -114,6 +116,15 @@ int main(int argc, char **argv) {
     xptiFinalize("causal.fixture");
 #endif
   (void)coz, (void)latency, (void)none;
+  if (strcmp(mode, "fds") == 0) {
+    /* What the program sees of its fd table: a profiler's fds must not
+     * take the numbers its own open() gets. */
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), low = 0;
+    for (int i = 0; i < 256; ++i)
+      low += fcntl(i, F_GETFD) != -1;
+    printf("first free fd %d, %d fds below 256\n", fd, low);
+    close(fd);
+  }
   printf("rounds %ld\n%.6f s per round\n", (long)rounds_done,
          ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9) /
              (double)(rounds_done ? rounds_done : 1));
