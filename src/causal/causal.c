@@ -89,6 +89,8 @@ void causal_exp_forked(void) {
   atomic_store(&X.selected, -1);
   atomic_store(&X.active, false);
   X.started = false;
+  if (X.fd >= 0) /* the parent's profile: the child writes nothing */
+    close(X.fd);
   X.fd = -1;
 }
 

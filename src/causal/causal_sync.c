@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "causal_internal.h"
+#include "xpt_fd.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -191,26 +191,14 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
 
 /* The fd still names our event (the program may have closed it and
  * reused the number: closing it then would close the program's file). */
+/* Every thread's event by fd number, so that a forked child can close the
+ * ones it inherited from threads it does not have. */
+enum { PERF_FD_SLOTS = 16384 };
+static _Atomic uint64_t perf_fd_ids[PERF_FD_SLOTS];
+
 static bool perf_fd_ours(int fd, uint64_t id) {
   uint64_t now = 0;
   return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &now) == 0 && now == id;
-}
-
-/* Our fds live high in the table, out of the numbers the program's own
- * open() would get (a program printing or reusing fd numbers must see
- * its own).  The low fd is kept when the table has no room up there. */
-static int fd_move_high(int fd) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
-    return fd;
-  rlim_t base = rl.rlim_cur / 4 * 3;
-  if (base > 8192) /* a huge limit: a table that large costs memory */
-    base = 8192;
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
-  if (high < 0)
-    return fd;
-  close(fd);
-  return high;
 }
 
 /* A task-clock event on the calling thread that signals SIGPROF to it at
@@ -232,7 +220,7 @@ static bool perf_start(long period_ns) {
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0)
       continue;
-    fd = fd_move_high(fd);
+    fd = xpt_fd_raise(fd); /* out of the numbers the program's open() gets */
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     uint64_t id = 0;
     if (fcntl(fd, F_SETOWN_EX, &owner) == 0 && fcntl(fd, F_SETSIG, SIGPROF) == 0 &&
@@ -240,6 +228,8 @@ static bool perf_start(long period_ns) {
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) {
       tls.perf_fd = fd;
       tls.perf_id = id;
+      if (fd < PERF_FD_SLOTS)
+        atomic_store_explicit(&perf_fd_ids[fd], id, memory_order_relaxed);
       return true;
     }
     close(fd);
@@ -280,6 +270,8 @@ void causal_thread_stop(causal_thread_t *t) {
     return;
   tls.has_timer = false;
   if (tls.perf_fd >= 0) {
+    if (tls.perf_fd < PERF_FD_SLOTS)
+      atomic_store_explicit(&perf_fd_ids[tls.perf_fd], 0, memory_order_relaxed);
     if (perf_fd_ours(tls.perf_fd, tls.perf_id))
       close(tls.perf_fd);
     tls.perf_fd = -1;
@@ -296,9 +288,15 @@ static void thread_exit(void *p) {
 static void atfork_child(void) {
   /* Timers are not inherited and our thread is gone: the child runs
    * unprofiled (an exec'd child profiles itself).  The forking thread's
-   * perf fd was inherited, bound to the parent's thread: close it. */
-  if (tls.perf_fd >= 0 && perf_fd_ours(tls.perf_fd, tls.perf_id))
-    close(tls.perf_fd);
+   * perf fds were inherited, bound to the parent's threads: close them. */
+  for (int fd = 0; fd < PERF_FD_SLOTS; ++fd) {
+    uint64_t id = atomic_load_explicit(&perf_fd_ids[fd], memory_order_relaxed);
+    if (id) {
+      atomic_store_explicit(&perf_fd_ids[fd], 0, memory_order_relaxed);
+      if (perf_fd_ours(fd, id))
+        close(fd);
+    }
+  }
   tls.perf_fd = -1;
   tls.has_timer = false;
   tls.state.live = false;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef FIXTURE_PLAIN
@@ -58,6 +59,14 @@ __attribute__((noinline)) static void *work_b(void *arg) {
 __attribute__((noinline)) void round_done(long r) {
   rounds_done = rounds_done + 1 + (r & 0);
   __asm__ volatile("" ::: "memory");
+}
+
+static int spinning;
+static void *spin(void *arg) {
+  __atomic_store_n(&spinning, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&spinning, __ATOMIC_ACQUIRE) != 2)
+    ;
+  return arg;
 }
 
 int main(int argc, char **argv) {
@@ -124,6 +133,32 @@ int main(int argc, char **argv) {
       low += fcntl(i, F_GETFD) != -1;
     printf("first free fd %d, %d fds below 256\n", fd, low);
     close(fd);
+    /* A child forked while another thread runs: it inherits no fd of the
+     * profiler's (the other thread's event belongs to the parent). */
+    pthread_t spinner;
+    pthread_create(&spinner, NULL, spin, NULL);
+    while (!__atomic_load_n(&spinning, __ATOMIC_ACQUIRE))
+      ;
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      int perf_fds = 0;
+      for (int i = 0; i < 65536; ++i) {
+        char path[64], target[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", i);
+        ssize_t n = fcntl(i, F_GETFD) == -1 ? -1 : readlink(path, target, sizeof target - 1);
+        if (n > 0) {
+          target[n] = '\0';
+          perf_fds += strstr(target, "perf_event") != NULL;
+        }
+      }
+      printf("child: %d perf event fds\n", perf_fds);
+      fflush(stdout);
+      _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    __atomic_store_n(&spinning, 2, __ATOMIC_RELEASE);
+    pthread_join(spinner, NULL);
   }
   printf("rounds %ld\n%.6f s per round\n", (long)rounds_done,
          ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9) /
