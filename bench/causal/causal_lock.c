@@ -12,6 +12,8 @@
 
 #include <xptrace/causal.h>
 
+#include "../../tests/causal/causal_work.h"
+
 #ifndef W_PCT
 #define W_PCT 100
 #endif
@@ -26,26 +28,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static double end_time, shared_x = 1.0;
 static long ops;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+CAUSAL_WORK_FN(outside, W_WORK) /* LINE_W */
 
-__attribute__((noinline)) static double outside(double x) {
-  for (long i = 0; i < W_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_W */
-  return x;
-}
-
-__attribute__((noinline)) static double inside(double x) {
-  for (long i = 0; i < L_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_L */
-  return x;
-}
+CAUSAL_WORK_FN(inside, L_WORK) /* LINE_L */
 
 static void *worker(void *arg) {
   double x = 1.0;
   (void)arg;
-  while (now() < end_time) {
+  while (fixture_now() < end_time) {
     x = outside(x);
     pthread_mutex_lock(&lock);
     shared_x = inside(shared_x);
@@ -59,13 +49,13 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = now();
+  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = fixture_now();
   end_time = t0 + seconds;
   pthread_t t[2];
   for (int i = 0; i < 2; ++i)
     pthread_create(&t[i], NULL, worker, NULL);
   for (int i = 0; i < 2; ++i)
     pthread_join(t[i], NULL);
-  printf("ops %ld\n%.6f s per op\n", ops, (now() - t0) / (double)(ops ? ops : 1));
+  printf("ops %ld\n%.6f s per op\n", ops, (fixture_now() - t0) / (double)(ops ? ops : 1));
   return 0;
 }

@@ -13,6 +13,8 @@
 
 #include <xptrace/causal.h>
 
+#include "../../tests/causal/causal_work.h"
+
 #ifndef C_PCT
 #define C_PCT 100
 #endif
@@ -25,21 +27,9 @@
 
 static int stop;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+CAUSAL_WORK_FN(critical, C_WORK) /* LINE_C */
 
-__attribute__((noinline)) static double critical(double x) {
-  for (long i = 0; i < C_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_C */
-  return x;
-}
-
-__attribute__((noinline)) static double hot(double x) {
-  for (long i = 0; i < H_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_H */
-  return x;
-}
+CAUSAL_WORK_FN(hot, H_WORK) /* LINE_H */
 
 static void *background(void *arg) {
   double x = 1.0;
@@ -52,18 +42,18 @@ static void *background(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = now(), end = t0 + seconds, x = 1.0;
+  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = fixture_now(), end = t0 + seconds, x = 1.0;
   long rounds = 0;
   pthread_t bg;
   pthread_create(&bg, NULL, background, NULL);
-  while (now() < end) {
+  while (fixture_now() < end) {
     x = critical(x);
     ++rounds;
     COZ_PROGRESS_NAMED("round"); /* Coz's spelling: counted by Coz too */
   }
   __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
   pthread_join(bg, NULL);
-  printf("rounds %ld\n%.6f s per round\n", rounds, (now() - t0) / (double)(rounds ? rounds : 1));
+  printf("rounds %ld\n%.6f s per round\n", rounds, (fixture_now() - t0) / (double)(rounds ? rounds : 1));
   volatile double sink = x;
   (void)sink;
   return 0;

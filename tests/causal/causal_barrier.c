@@ -14,6 +14,8 @@
 
 #include <xptrace/causal.h>
 
+#include "causal_work.h"
+
 #ifndef A_PCT
 #define A_PCT 100
 #endif
@@ -29,27 +31,15 @@ static double end_time;
 static int done;
 static long rounds;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+CAUSAL_WORK_FN(work_a, A_WORK) /* LINE_A */
 
-__attribute__((noinline)) static double work_a(double x) {
-  for (long i = 0; i < A_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_A */
-  return x;
-}
-
-__attribute__((noinline)) static double work_b(double x) {
-  for (long i = 0; i < B_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_B */
-  return x;
-}
+CAUSAL_WORK_FN(work_b, B_WORK) /* LINE_B */
 
 static void *thread_a(void *arg) {
   double x = *(double *)arg;
   for (;;) {
     x = work_a(x);
-    if (now() >= end_time)
+    if (fixture_now() >= end_time)
       __atomic_store_n(&done, 1, __ATOMIC_RELAXED);
     pthread_barrier_wait(&barrier);
     ++rounds;
@@ -76,7 +66,7 @@ static void *thread_b(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = now();
+  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = fixture_now();
   end_time = t0 + seconds;
   pthread_barrier_init(&barrier, NULL, 2);
   double xa = 1.0, xb = 1.0;
@@ -85,7 +75,7 @@ int main(int argc, char **argv) {
   pthread_create(&b, NULL, thread_b, &xb);
   pthread_join(a, NULL);
   pthread_join(b, NULL);
-  printf("rounds %ld\n%.6f s per round\n", rounds, (now() - t0) / (double)(rounds ? rounds : 1));
+  printf("rounds %ld\n%.6f s per round\n", rounds, (fixture_now() - t0) / (double)(rounds ? rounds : 1));
   volatile double sink = xa + xb;
   (void)sink;
   return 0;

@@ -21,6 +21,8 @@
 
 #include <xptrace/causal.h>
 
+#include "causal_work.h"
+
 #ifndef P_PCT
 #define P_PCT 100
 #endif
@@ -38,25 +40,13 @@ static int head, count, done;
 static long consumed;
 static int pipe_fd[2] = {-1, -1};
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+CAUSAL_WORK_FN(produce, P_WORK) /* LINE_P */
 
-__attribute__((noinline)) static double produce(double x) {
-  for (long i = 0; i < P_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_P */
-  return x;
-}
-
-__attribute__((noinline)) static double consume(double x) {
-  for (long i = 0; i < C_WORK; ++i) x = x * 1.0000001 + 1e-9; /* LINE_C */
-  return x;
-}
+CAUSAL_WORK_FN(consume, C_WORK) /* LINE_C */
 
 static void *pipe_producer(void *arg) {
   double end = *(double *)arg, x = 1.0;
-  while (now() < end) {
+  while (fixture_now() < end) {
     x = produce(x);
     if (write(pipe_fd[1], &x, sizeof x) != sizeof x)
       break;
@@ -85,7 +75,7 @@ static void *producer(void *arg) {
     pthread_mutex_lock(&lock);
     while (count == SLOTS && !done)
       pthread_cond_wait(&not_full, &lock);
-    if (now() >= end)
+    if (fixture_now() >= end)
       done = 1;
     if (done) {
       pthread_cond_signal(&not_empty);
@@ -124,7 +114,7 @@ static void *consumer(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = now(), end = t0 + seconds;
+  double seconds = argc > 1 ? atof(argv[1]) : 2, t0 = fixture_now(), end = t0 + seconds;
   pthread_t p, c;
   if (argc > 2 && strcmp(argv[2], "pipe") == 0) {
     if (pipe(pipe_fd) != 0)
@@ -138,6 +128,6 @@ int main(int argc, char **argv) {
   }
   pthread_join(p, NULL);
   pthread_join(c, NULL);
-  printf("items %ld\n%.6f s per item\n", consumed, (now() - t0) / (double)(consumed ? consumed : 1));
+  printf("items %ld\n%.6f s per item\n", consumed, (fixture_now() - t0) / (double)(consumed ? consumed : 1));
   return 0;
 }
