@@ -20,6 +20,7 @@
 #include <xpti/xpti_trace_framework.h>
 #include <xptrace/xptrace_protocol.h>
 
+#include "xsym_site.h"
 #include "ze_layer.h"
 
 #define GRAPH_BUCKETS 1024
@@ -482,7 +483,7 @@ static void graph_appended(graph_append_t *a, const void *caller, ze_context_han
   const void *site = graph_call_site(caller);
   char file[256];
   uint32_t line;
-  ze_site_resolve(site, file, sizeof file, &line);
+  xsym_site_resolve(site, file, sizeof file, &line);
   pthread_mutex_lock(&graph_lock);
   graph_root_locked();
   graph_list_t *l = graph_list_locked(a->list, true);

@@ -106,9 +106,6 @@ typedef struct ze_graph_call {
 } ze_graph_call_t;
 
 const char *ze_function_name(uint32_t fn);
-/* file:line of a return address in the program ("" and XPTI_INVALID_LINE
- * when unknown). */
-void ze_site_resolve(const void *address, char *file, size_t size, uint32_t *line);
 void ze_graph_init(void);
 void ze_graph_before(uint32_t fn, void *params, ze_graph_call_t *g);
 /* After every call of a graph function (params: its params struct). */

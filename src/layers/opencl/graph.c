@@ -5,7 +5,6 @@
 #include "layer_internal.h"
 
 #include <dlfcn.h>
-#include <elfutils/libdwfl.h>
 #include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,7 +17,7 @@
 #include <xpti/xpti_trace_framework.h>
 #include <xptrace/xptrace_protocol.h>
 
-#include "xsym_proc.h"
+#include "xsym_site.h"
 
 #define GRAPH_MAX_QUEUES 256
 #define GRAPH_MAX_CONTEXTS 64
@@ -88,80 +87,6 @@ static void graph_report_overflow(const char *what) {
 }
 
 /* ---- code locations --------------------------------------------------- */
-static pthread_mutex_t graph_dwfl_lock = PTHREAD_MUTEX_INITIALIZER;
-static Dwfl *graph_dwfl;
-static bool graph_dwfl_failed;
-
-typedef struct graph_location {
-  const void *address;
-  char file[256];
-  uint32_t line;
-  bool resolved;
-} graph_location_t;
-
-#define GRAPH_LOCATION_CACHE 256
-static graph_location_t graph_locations[GRAPH_LOCATION_CACHE];
-
-static Dwfl *graph_dwfl_open(void) {
-  Dwfl *d = dwfl_begin(&xsym_proc_callbacks); /* kept: its files out of the program's way */
-  if (!d)
-    return NULL;
-  if (dwfl_linux_proc_report(d, getpid()) != 0 || dwfl_report_end(d, NULL, NULL) != 0) {
-    dwfl_end(d);
-    return NULL;
-  }
-  return d;
-}
-
-/* libdw maps an address to its CU through .debug_aranges only, and treats
- * a missing section as "no addresses"; clang (since 11, so 14's DWARF 5
- * too) emits none by default.  Fall back to walking the module's units and
- * asking each unit DIE for the address (DW_AT_ranges / low_pc, any form). */
-static const char *graph_src_by_unit(Dwfl_Module *m, Dwarf_Addr pc, int *line) {
-  Dwarf_Addr bias;
-  Dwarf *dw = dwfl_module_getdwarf(m, &bias);
-  Dwarf_CU *cu = NULL;
-  Dwarf_Die unit;
-  while (dw && dwarf_get_units(dw, cu, &cu, NULL, NULL, &unit, NULL) == 0) {
-    if (dwarf_haspc(&unit, pc - bias) != 1)
-      continue;
-    Dwarf_Line *l = dwarf_getsrc_die(&unit, pc - bias);
-    return l && dwarf_lineno(l, line) == 0 ? dwarf_linesrc(l, NULL, NULL) : NULL;
-  }
-  return NULL;
-}
-
-/* file:line of a return address through libdw, cached per address. */
-static void graph_resolve(const void *address, char *file, size_t file_size, uint32_t *line) {
-  file[0] = 0;
-  *line = XPTI_INVALID_LINE;
-  pthread_mutex_lock(&graph_dwfl_lock);
-  graph_location_t *slot = &graph_locations[((uintptr_t)address >> 2) % GRAPH_LOCATION_CACHE];
-  if (slot->address != address) {
-    slot->address = address;
-    slot->resolved = false;
-    slot->file[0] = 0;
-    if (!graph_dwfl && !graph_dwfl_failed)
-      graph_dwfl_failed = !(graph_dwfl = graph_dwfl_open());
-    Dwarf_Addr pc = (Dwarf_Addr)(uintptr_t)address - 1; /* the call, not the next insn */
-    Dwfl_Module *m = graph_dwfl ? dwfl_addrmodule(graph_dwfl, pc) : NULL;
-    Dwfl_Line *l = m ? dwfl_module_getsrc(m, pc) : NULL;
-    int ln = 0;
-    const char *src = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
-    if (!src && m)
-      src = graph_src_by_unit(m, pc, &ln);
-    if (src) {
-      snprintf(slot->file, sizeof(slot->file), "%s", src);
-      slot->line = (uint32_t)ln;
-      slot->resolved = true;
-    }
-  }
-  if (slot->resolved) {
-    snprintf(file, file_size, "%s", slot->file);
-    *line = slot->line;
-  }
-  pthread_mutex_unlock(&graph_dwfl_lock);
-}
 
 /* The program's call site: the first frame outside this layer and the
  * loader (the loader tail-calls us, so our return address may already be
@@ -590,7 +515,7 @@ static graph_node_t *graph_enqueued(graph_command_t *c, const void *loader_frame
   char file[256];
   uint32_t line;
   const void *site = graph_call_site(loader_frame);
-  graph_resolve(site, file, sizeof(file), &line);
+  xsym_site_resolve(site, file, sizeof(file), &line);
 
   pthread_mutex_lock(&graph_lock);
   graph_queue_t *q = graph_queue_locked(c->queue, true);

@@ -1,5 +1,6 @@
 /* file:line of the program's call sites (graph nodes keyed by code
- * location, document 002), through libdw on this process's modules. */
+ * location, document 002), through libdw on this process's modules: the
+ * API layers' (OpenCL, Level Zero) in-process lookup (xsym_site.h). */
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -9,7 +10,7 @@
 #include <xpti/xpti_data_types.h>
 
 #include "xsym_proc.h"
-#include "ze_layer.h"
+#include "xsym_site.h"
 
 #define SITE_CACHE 256
 
@@ -34,8 +35,9 @@ static Dwfl *site_open(void) {
   return d;
 }
 
-/* Without .debug_aranges (clang 11 and later emit none by default) libdw
- * finds no unit for an address: ask each unit whether it holds pc. */
+/* libdw maps an address to its unit through .debug_aranges only, and
+ * takes a missing section for "no addresses"; clang (since 11) emits none
+ * by default: ask each unit's DIE whether it holds pc. */
 static const char *site_by_unit(Dwfl_Module *m, Dwarf_Addr pc, int *line) {
   Dwarf_Addr bias;
   Dwarf *dw = dwfl_module_getdwarf(m, &bias);
@@ -50,7 +52,7 @@ static const char *site_by_unit(Dwfl_Module *m, Dwarf_Addr pc, int *line) {
   return NULL;
 }
 
-void ze_site_resolve(const void *address, char *file, size_t size, uint32_t *line) {
+void xsym_site_resolve(const void *address, char *file, size_t size, uint32_t *line) {
   file[0] = 0;
   *line = XPTI_INVALID_LINE;
   pthread_mutex_lock(&site_lock);
