@@ -1,7 +1,10 @@
 /* file:line of the program's call sites (graph nodes keyed by code
  * location, document 002), through libdw on this process's modules: the
  * API layers' (OpenCL, Level Zero) in-process lookup (xsym_site.h). */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -80,4 +83,23 @@ void xsym_site_resolve(const void *address, char *file, size_t size, uint32_t *l
     *line = e->line;
   }
   pthread_mutex_unlock(&site_lock);
+}
+
+uintptr_t xsym_module_base(const void *address) {
+  Dl_info info;
+  return address && dladdr(address, &info) ? (uintptr_t)info.dli_fbase : 0;
+}
+
+const void *xsym_call_site(const uintptr_t *skip_bases, size_t nskip, const void *fallback) {
+  void *frames[16];
+  int n = backtrace(frames, 16);
+  for (int i = 0; i < n; i++) {
+    uintptr_t base = xsym_module_base(frames[i]);
+    bool skip = false;
+    for (size_t k = 0; k < nskip; k++)
+      skip |= base == skip_bases[k];
+    if (!skip)
+      return frames[i];
+  }
+  return fallback;
 }

@@ -9,7 +9,6 @@
  * program's tracers still see its NULL), reset before each submission and
  * returned when the list is reset or destroyed. */
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -96,41 +95,21 @@ static _Atomic bool graph_oom_reported;
 
 static size_t graph_bucket(const void *h) { return ((uintptr_t)h >> 4) % GRAPH_BUCKETS; }
 
-static uintptr_t graph_base_of(const void *address) {
-  Dl_info info;
-  return address && dladdr(address, &info) ? (uintptr_t)info.dli_fbase : 0;
-}
-
 void ze_graph_init(void) {
-  graph_skip_bases[0] = graph_base_of((const void *)ze_graph_init);
+  graph_skip_bases[0] = xsym_module_base((const void *)ze_graph_init);
   /* The loader, also when the program dlopened it (not in the global scope). */
   void *loader = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
-  graph_skip_bases[1] = graph_base_of(loader ? dlsym(loader, "zeCommandListAppendMemoryCopy")
+  graph_skip_bases[1] = xsym_module_base(loader ? dlsym(loader, "zeCommandListAppendMemoryCopy")
                                              : dlsym(RTLD_DEFAULT, "zeCommandListAppendMemoryCopy"));
   if (loader)
     dlclose(loader);
-  graph_skip_bases[2] = graph_base_of(dlsym(RTLD_DEFAULT, "backtrace"));
+  graph_skip_bases[2] = xsym_module_base(dlsym(RTLD_DEFAULT, "backtrace"));
   graph_timed_type = xptiRegisterUserDefinedTracePoint(XPTRACE_TOOL_NAME, XPTRACE_TIMED_SLICE_ID);
 }
 
 static void graph_oom(void) {
   if (!atomic_exchange(&graph_oom_reported, true))
     fprintf(stderr, "xpti: level_zero.graph: out of memory; some commands are not graphed\n");
-}
-
-/* The program's call site: the first frame outside this layer and the loader. */
-static const void *graph_call_site(const void *fallback) {
-  void *frames[16];
-  int n = backtrace(frames, 16);
-  for (int i = 0; i < n; i++) {
-    uintptr_t base = graph_base_of(frames[i]);
-    bool skip = false;
-    for (size_t k = 0; k < sizeof(graph_skip_bases) / sizeof(graph_skip_bases[0]); k++)
-      skip |= base == graph_skip_bases[k];
-    if (!skip)
-      return frames[i];
-  }
-  return fallback;
 }
 
 static void graph_track_init(graph_track_t *t, ze_device_handle_t device, const char *kind) {
@@ -480,7 +459,7 @@ static void graph_appended(graph_append_t *a, const void *caller, ze_context_han
     kernel_name[sizeof kernel_name - 1] = 0;
     a->name = kernel_name;
   }
-  const void *site = graph_call_site(caller);
+  const void *site = xsym_call_site(graph_skip_bases, sizeof graph_skip_bases / sizeof graph_skip_bases[0], caller);
   char file[256];
   uint32_t line;
   xsym_site_resolve(site, file, sizeof file, &line);

@@ -5,7 +5,6 @@
 #include "layer_internal.h"
 
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -69,16 +68,11 @@ static graph_event_entry_t *graph_events[GRAPH_EVENT_BUCKETS];
 static uintptr_t graph_skip_bases[4];
 static _Atomic bool graph_overflow_reported;
 
-static uintptr_t graph_base_of(const void *address) {
-  Dl_info info;
-  return address && dladdr(address, &info) ? (uintptr_t)info.dli_fbase : 0;
-}
-
 void graph_init(void) {
-  graph_skip_bases[0] = graph_base_of((const void *)graph_init);
-  graph_skip_bases[1] = graph_base_of((const void *)layer_next.clFinish);
-  graph_skip_bases[2] = graph_base_of(dlsym(RTLD_DEFAULT, "clFinish"));
-  graph_skip_bases[3] = graph_base_of(dlsym(RTLD_DEFAULT, "backtrace"));
+  graph_skip_bases[0] = xsym_module_base((const void *)graph_init);
+  graph_skip_bases[1] = xsym_module_base((const void *)layer_next.clFinish);
+  graph_skip_bases[2] = xsym_module_base(dlsym(RTLD_DEFAULT, "clFinish"));
+  graph_skip_bases[3] = xsym_module_base(dlsym(RTLD_DEFAULT, "backtrace"));
 }
 
 static void graph_report_overflow(const char *what) {
@@ -87,23 +81,6 @@ static void graph_report_overflow(const char *what) {
 }
 
 /* ---- code locations --------------------------------------------------- */
-
-/* The program's call site: the first frame outside this layer and the
- * loader (the loader tail-calls us, so our return address may already be
- * the program's). */
-static const void *graph_call_site(const void *return_address) {
-  void *frames[16];
-  int n = backtrace(frames, 16);
-  for (int i = 0; i < n; i++) {
-    uintptr_t base = graph_base_of(frames[i]);
-    bool skip = false;
-    for (size_t k = 0; k < sizeof(graph_skip_bases) / sizeof(graph_skip_bases[0]); k++)
-      skip |= base == graph_skip_bases[k];
-    if (!skip)
-      return frames[i];
-  }
-  return return_address;
-}
 
 /* ---- tables ------------------------------------------------------------ */
 static xpti_trace_event_data_t *graph_for_context_locked(cl_context context) {
@@ -514,7 +491,8 @@ static graph_node_t *graph_enqueued(graph_command_t *c, const void *loader_frame
     c->name = kernel_name;
   char file[256];
   uint32_t line;
-  const void *site = graph_call_site(loader_frame);
+  const void *site = xsym_call_site(graph_skip_bases, sizeof graph_skip_bases / sizeof graph_skip_bases[0],
+                                    loader_frame);
   xsym_site_resolve(site, file, sizeof(file), &line);
 
   pthread_mutex_lock(&graph_lock);
