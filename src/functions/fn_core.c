@@ -31,8 +31,6 @@
 #include "fn_internal.h"
 #include "xpt_msg.h"
 
-#define FN_API __attribute__((visibility("default")))
-
 fn_settings_t fn_cfg;
 atomic_bool fn_live;
 
@@ -588,14 +586,28 @@ uintptr_t fn_exit_patched(uintptr_t *slot) {
   return ret;
 }
 
+/* Only a slot that still holds our landing is given its address back: a
+ * frame a jump left without our seeing it (a longjmp inside the C
+ * library) lies in memory that may now be live frames of the caller. */
 void fn_unwind_begin(void) {
   fn_thread_t *t = fn_tls;
   if (!t || !t->hijacked)
     return;
-  for (uint32_t i = 0; i < t->depth; ++i)
-    if (t->frames[i].ret)
-      *(uintptr_t *)t->frames[i].sp = t->frames[i].ret;
+  for (uint32_t i = 0; i < t->depth; ++i) {
+    fn_frame_t *fr = &t->frames[i];
+    if (fr->ret && *(uintptr_t *)fr->sp == fr->fn->landing)
+      *(uintptr_t *)fr->sp = fr->ret;
+  }
   t->hijacked = false;
+}
+
+void fn_unwind_jump(uintptr_t target_sp) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t == &fn_thread_ended || t->busy)
+    return;
+  ++t->busy;
+  fn_pop_dead(t, target_sp, false);
+  --t->busy;
 }
 
 void fn_unwind_caught(uintptr_t sp) {
@@ -604,53 +616,14 @@ void fn_unwind_caught(uintptr_t sp) {
     return;
   ++t->busy;
   fn_pop_dead(t, sp, false);
-  for (uint32_t i = 0; i < t->depth; ++i)
-    if (t->frames[i].ret) {
-      *(uintptr_t *)t->frames[i].sp = t->frames[i].fn->landing;
+  for (uint32_t i = 0; i < t->depth; ++i) {
+    fn_frame_t *fr = &t->frames[i];
+    if (fr->ret && *(uintptr_t *)fr->sp == fr->ret) {
+      *(uintptr_t *)fr->sp = fr->fn->landing;
       t->hijacked = true;
     }
-  --t->busy;
-}
-
-/* ---- exceptions through hijacked frames ----------------------------------------- */
-
-/* The unwinder finds a frame's caller by its return address: ours has no
- * unwind information, so the real ones go back first.  Declared with
- * opaque types: only the pointer is passed on. */
-typedef int (*fn_raise_t)(void *);
-typedef int (*fn_forced_t)(void *, void *, void *);
-typedef void *(*fn_catch_t)(void *);
-
-#define FN_NEXT(type, name)                                                                  \
-  static _Atomic(type) next_fn;                                                              \
-  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
-  if (!next) {                                                                               \
-    next = (type)dlsym(RTLD_NEXT, name);                                                     \
-    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
   }
-
-FN_API int _Unwind_RaiseException(void *exc) {
-  FN_NEXT(fn_raise_t, "_Unwind_RaiseException");
-  fn_unwind_begin();
-  return next ? next(exc) : 5 /* _URC_END_OF_STACK */;
-}
-
-FN_API int _Unwind_Resume_or_Rethrow(void *exc) {
-  FN_NEXT(fn_raise_t, "_Unwind_Resume_or_Rethrow");
-  fn_unwind_begin();
-  return next ? next(exc) : 5;
-}
-
-FN_API int _Unwind_ForcedUnwind(void *exc, void *stop, void *arg) {
-  FN_NEXT(fn_forced_t, "_Unwind_ForcedUnwind");
-  fn_unwind_begin();
-  return next ? next(exc, stop, arg) : 5;
-}
-
-FN_API void *__cxa_begin_catch(void *exc) {
-  FN_NEXT(fn_catch_t, "__cxa_begin_catch");
-  fn_unwind_caught((uintptr_t)__builtin_frame_address(0) + 16);
-  return next ? next(exc) : NULL;
+  --t->busy;
 }
 
 /* ---- start and end ------------------------------------------------------------- */

@@ -82,6 +82,20 @@ FN_HIDDEN FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot);
  * ones again. */
 FN_HIDDEN void fn_unwind_begin(void);
 FN_HIDDEN void fn_unwind_caught(uintptr_t sp);
+/* A longjmp (or the like) to a frame whose stack pointer is target_sp:
+ * the calls below it end now. */
+FN_HIDDEN void fn_unwind_jump(uintptr_t target_sp);
+
+/* The library's wrappers of the program's calls (fn_unwind.c, exit in
+ * fn_core.c): each passes on to the next definition of its name. */
+#define FN_API __attribute__((visibility("default")))
+#define FN_NEXT(type, name)                                                                  \
+  static _Atomic(type) next_fn;                                                              \
+  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
+  if (!next) {                                                                               \
+    next = (type)dlsym(RTLD_NEXT, name);                                                     \
+    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
+  }
 
 /* fn_names.c: the name of the function at addr ("" when unknown) and the
  * module it lies in, its offset there; bool whether one was found. */

@@ -23,6 +23,9 @@ LONGJMP = {"jumper": 1, "deep1": 1, "deep2": 1, "after_jump": 1}
 CANCEL = {"cancel_thread": 1, "cancel_outer": 1, "cancel_inner": 1}
 THREADS = {"worker_thread": 4, "worker": 4, "loop_leaf": 4, "leaf": 1000}
 EXIT = {"exit_deep1": 1, "exit_deep2": 1}
+JUMPS = {"jumps_outer": 3, "jdeep1": 3, "jdeep2": 3, "spin_for": 3, "after_jump": 3,
+         "pexit_thread": 1, "pexit_deep1": 1, "pexit_deep2": 1, "pexit_cleanup": 1}
+JUMPED = {"jdeep1": 3, "jdeep2": 3, "after_jump": 3, "pexit_deep2": 1, "pexit_cleanup": 1}
 CXX = {"catcher": 3, "mid": 3, "thrower": 3, "cleanup_fn": 3, "after_catch": 3,
        "Guard::~Guard()": 3, "main": 1}
 
@@ -74,6 +77,14 @@ SCENARIOS = {
     "minimum": ("cancel", ["--min-duration", "1ms"], {"cancel_thread": 1, "cancel_outer": 1,
                                                        "cancel_inner": 1, "main": 1}, 0, 2),
     "cxx": ("", [], CXX, 0, 1),
+    # longjmp, siglongjmp, _longjmp and pthread_exit past traced calls:
+    # every frame traced, then only the jumped ones (the frame the jump
+    # lands in untraced: nothing ends them but the jump).
+    # Nothing traced after the jump: the jumped frames' slots are dead
+    # stack (restoring them at exit once crashed the program).
+    "longjmpf": ("longjmp", ["--functions", "^(deep1|deep2)$"], {"deep1": 1, "deep2": 1}, 0, 1),
+    "jumps": ("jumps", [], merged({"main": 1}, JUMPS), 0, 2),
+    "jumpsf": ("jumps", ["--functions", "^(%s)$" % "|".join(sorted(JUMPED))], JUMPED, 0, 2),
     # Every function of the C++ fixture and of libstdc++ (patched: the
     # program needs it), exceptions thrown through them: the fixture's
     # counts among the rest (SUBSET), nothing unpaired.
@@ -334,6 +345,12 @@ def main():
         if int(r["unmatched_ends"] or 0) or int(r["unclosed_begins"] or 0):
             fail("%s: %s unmatched ends, %s unclosed begins (nesting broken)"
                  % (r["name"], r["unmatched_ends"], r["unclosed_begins"]))
+    if scenario.startswith("jumps"):
+        # The jumped calls end at the jump: shorter than the spin after it.
+        spins = [int(v) for v in re.findall(r"spin_ns=(\d+)", run.stderr)]
+        longest = max(int(r["max_ns"]) for r in rows if r["name"] in ("jdeep1", "jdeep2"))
+        if len(spins) != 3 or longest >= min(spins):
+            fail("a jumped call lasted %d ns, past the jump (spins %r)" % (longest, spins))
     if way == "cyg" and "via_ptr" in expect:
         expect = dict(expect, inlined_add=expect["via_ptr"])
     variable = {n: got.pop(n, 0) for n in VARIABLE.get(scenario, ())}
