@@ -31,6 +31,12 @@ CXX = {"catcher": 3, "mid": 3, "thrower": 3, "cleanup_fn": 3, "after_catch": 3,
 
 
 
+# With no filter the functions of an unmodified program that cannot be
+# patched are counted in one line (tiny_fn, one byte, in the fixture).
+SKIPPED = re.compile(r"^xpti: functions: \d+ functions of \S+ traced, 1 left alone \(0 with no size, "
+                     r"1 shorter than 5 bytes, 0 whose first instructions cannot be moved; ")
+
+
 def process_dir(out):
     """xptrace run writes one folder per process: the fixture's is the only one."""
     dirs = [d for d in glob.glob(os.path.join(out, "*", "stats.csv"))]
@@ -296,11 +302,6 @@ def main():
     out = os.path.join(scratch, "out")
     if scenario in ("stripped", "nodebug"):
         fixture = strip_copy(fixture, scratch, scenario == "stripped")
-    if way == "plain" and "--functions" not in opts:
-        # An unmodified binary is patched only where a regex asks.
-        ere = lambda n: "".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in n)
-        names = sorted(expect) + list(VARIABLE.get(scenario, ()))
-        opts = ["--functions", "^(%s)$" % "|".join(ere(n) for n in names)] + opts
     # A ring of 16 MiB: a runaway run cannot fill the disk.
     cmd = [xptrace, "run", "-o", out, "-c", "perfetto,stats", "--buffer-size", "16M",
            "--buffer-policy", "ring"] + opts
@@ -320,8 +321,10 @@ def main():
     if scenario == "nodebug":
         if run.stderr.count("xpti: functions:") != 1 or stripped_msg not in run.stderr:
             fail("expected one line saying the program is stripped")
-    elif "xpti: functions:" in run.stderr and scenario != "minimum":
+    elif any("xpti: functions:" in l and not SKIPPED.search(l) for l in run.stderr.splitlines()) \
+            and scenario != "minimum":
         if scenario not in SUBSET or any("xpti: functions:" in l and "cannot patch" not in l
+                                         and not SKIPPED.search(l)
                                          for l in run.stderr.splitlines()):
             fail("unexpected message from the library")
 
