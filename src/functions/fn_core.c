@@ -586,6 +586,42 @@ uintptr_t fn_exit_patched(uintptr_t *slot) {
   return ret;
 }
 
+/* ---- -pg builds: mcount and __fentry__ (fn_tramp.S) ----------------------------- */
+
+/* pc: the hook's return address, in the function (its key); slot: the
+ * function's return address.  The slot is hijacked to fn_tramp_exit, as
+ * a patched entry's is to its landing.  Returns 1 when done, 0 when the
+ * general function below must decide (it then saves every register). */
+FN_GPR int fn_enter_mcount_fast(uintptr_t pc, uintptr_t *slot) {
+  fn_func_t *f = &fn_map[fn_hash(pc)];
+  if (atomic_load_explicit(&f->addr, memory_order_acquire) != pc)
+    return 0;
+  if (!f->event)
+    return 1; /* not selected */
+  uintptr_t landing = f->landing;
+  if (!landing || !fn_enter_fast(f, slot))
+    return 0;
+  *slot = landing;
+  return 1;
+}
+
+void fn_enter_mcount(uintptr_t pc, uintptr_t *slot) {
+  if (!atomic_load_explicit(&fn_live, memory_order_relaxed))
+    return; /* before our constructor: no settings, no stream */
+  fn_thread_t *t = fn_thread();
+  if (!t || t->busy)
+    return;
+  ++t->busy; /* a signal's hooks must not wait for the map's lock */
+  fn_func_t *f = fn_func_get(pc);
+  --t->busy;
+  if (!f || !f->event)
+    return;
+  if (!f->landing)
+    f->landing = (uintptr_t)fn_tramp_exit;
+  if (fn_enter_patched(f, slot))
+    *slot = f->landing;
+}
+
 /* Only a slot that still holds our landing is given its address back: a
  * frame a jump left without our seeing it (a longjmp inside the C
  * library) lies in memory that may now be live frames of the caller. */

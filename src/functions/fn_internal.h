@@ -77,6 +77,9 @@ FN_HIDDEN int fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN uintptr_t fn_exit_patched(uintptr_t *slot);
 FN_HIDDEN FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot);
+/* -pg builds (fn_tramp.S's mcount and __fentry__). */
+FN_HIDDEN FN_GPR int fn_enter_mcount_fast(uintptr_t pc, uintptr_t *slot);
+FN_HIDDEN void fn_enter_mcount(uintptr_t pc, uintptr_t *slot);
 /* Before an exception or forced unwind passes through hijacked frames,
  * give them their return addresses back; after a catch, take the live
  * ones again. */

@@ -366,6 +366,14 @@ static void fn_elf_close(fn_elf_t *e) {
     close(e->fd);
 }
 
+/* name is hook, or hook@VERSION (.symtab's "mcount@GLIBC_2.2.5"). */
+static bool fn_hook_name(const char *name, const char *hook) {
+  size_t n = strlen(hook);
+  return strncmp(name, hook, n) == 0 && (name[n] == '\0' || name[n] == '@');
+}
+
+/* Compiler hooks: -finstrument-functions, or -pg's calls of mcount or
+ * __fentry__ (not -mnop-mcount's nops, which are patched). */
 bool fn_program_has_cyg_hooks(void) {
   fn_elf_t e = {-1, NULL, NULL, {0}};
   bool found = false;
@@ -376,8 +384,9 @@ bool fn_program_has_cyg_hooks(void) {
       GElf_Sym sym;
       const char *name;
       if (gelf_getsym(d, (int)i, &sym) && (name = elf_strptr(e.elf, e.symhdr.sh_link, sym.st_name)))
-        found = strncmp(name, "__cyg_profile_func_enter", 24) == 0 &&
-                (name[24] == '\0' || name[24] == '@'); /* "@GLIBC_2.2.5" in .symtab */
+        found = fn_hook_name(name, "__cyg_profile_func_enter") ||
+                (sym.st_shndx == SHN_UNDEF && (fn_hook_name(name, "mcount") ||
+                                               fn_hook_name(name, "__fentry__")));
     }
   }
   fn_elf_close(&e);

@@ -7,7 +7,8 @@ the program's output and exit status are its own.
   test_functions.py CASE XPTRACE FIXTURE CHECK_TRACE PROTO SCRATCH
 
 CASE is WAY-SCENARIO; WAY says how the fixture was built (cyg:
--finstrument-functions, pg: -pg -mfentry -mnop-mcount, pfe:
+-finstrument-functions, pg: -pg -mfentry -mnop-mcount, mcount: -pg,
+fentry: -pg -mfentry, pfe:
 -fpatchable-function-entry=5, plain: nothing, cxx-*: the C++ fixture)."""
 import csv
 import glob
