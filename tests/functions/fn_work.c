@@ -27,6 +27,7 @@
  *          spin.  Then a thread: pexit_thread -> pexit_deep1 (a cleanup
  *          handler, pexit_cleanup) -> pexit_deep2 -> pthread_exit; the
  *          cleanup prints a line
+ * fib:     fib(15): 1973 calls of fib (2 fib(16) - 1)
  * fork:    forker forks inside its call; the child runs loop_leaf (1000
  *          leaf) and returns through forker and main, which it did not
  *          begin; the parent waits for it */
@@ -134,6 +135,8 @@ NOINLINE void exit_deep1(void) {
   exit_deep2();
   sink++;
 }
+
+NOINLINE int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 
 static sigjmp_buf jumps_target;
 
@@ -309,6 +312,8 @@ int main(int argc, char **argv) {
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();
+  if (strcmp(mode, "fib") == 0 && fib(15) != 610)
+    return 1;
   if (strcmp(mode, "jumps") == 0) {
     for (int kind = 0; kind < 3; ++kind)
       jumps_outer(kind);

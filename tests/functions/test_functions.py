@@ -90,6 +90,8 @@ SCENARIOS = {
     # Nothing traced after the jump: the jumped frames' slots are dead
     # stack (restoring them at exit once crashed the program).
     "longjmpf": ("longjmp", ["--functions", "^(deep1|deep2)$"], {"deep1": 1, "deep2": 1}, 0, 1),
+    # A known call tree, every function (no filter): fib(15).
+    "fib": ("fib", [], {"main": 1, "fib": 1973}, 0, 1),
     "jumps": ("jumps", [], merged({"main": 1}, JUMPS), 0, 2),
     "jumpsf": ("jumps", ["--functions", "^(%s)$" % "|".join(sorted(JUMPED))], JUMPED, 0, 2),
     # Every function of the C++ fixture and of libstdc++ (patched: the
