@@ -84,6 +84,14 @@ SCENARIOS = {
     "minimum": ("cancel", ["--min-duration", "1ms"], {"cancel_thread": 1, "cancel_outer": 1,
                                                        "cancel_inner": 1, "main": 1}, 0, 2),
     "cxx": ("", [], CXX, 0, 1),
+    # Caught in a frame not traced; caught inside a destructor while an
+    # exception unwinds; a thread's pthread_exit through a destructor.
+    "cxxf": ("", ["--functions", "^(mid|thrower|cleanup_fn)$"],
+             {"mid": 3, "thrower": 3, "cleanup_fn": 3}, 0, 1),
+    "cxxnested": ("nested", [], {"main": 1, "ncatcher": 1, "nmid": 1, "thrower": 2,
+                                 "NestedGuard::~NestedGuard()": 1, "inner_caught": 1}, 0, 1),
+    "cxxexit": ("exit", [], {"main": 1, "texit_thread": 1, "texit_mid": 1, "texit_deep": 1,
+                             "Counted::~Counted()": 1, "cleanup_fn": 1}, 0, 2),
     # longjmp, siglongjmp, _longjmp and pthread_exit past traced calls:
     # every frame traced, then only the jumped ones (the frame the jump
     # lands in untraced: nothing ends them but the jump).
