@@ -703,7 +703,9 @@ static void fn_settings_read(void) {
  * inside that pass (glibc: with our library's destructors, by luck before
  * the collectors') or after it (under TSan's interceptor: every collector
  * had reported three calls unclosed).  So exit itself is wrapped too. */
-static void fn_at_exit(void) {
+static void fn_at_exit(void) { fn_end_open_calls(); }
+
+void fn_end_open_calls(void) {
   fn_thread_t *t = fn_tls;
   if (!t || t == &fn_thread_ended)
     return;

@@ -88,6 +88,9 @@ FN_HIDDEN void fn_unwind_caught(uintptr_t sp);
 /* A longjmp (or the like) to a frame whose stack pointer is target_sp:
  * the calls below it end now. */
 FN_HIDDEN void fn_unwind_jump(uintptr_t target_sp);
+/* The thread's open calls end now and its hijacked frames get their
+ * return addresses back (exit, a switch of context). */
+FN_HIDDEN void fn_end_open_calls(void);
 
 /* The library's wrappers of the program's calls (fn_unwind.c, exit in
  * fn_core.c): each passes on to the next definition of its name. */

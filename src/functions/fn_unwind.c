@@ -11,6 +11,10 @@
  *    back before it runs; a catch takes the live ones over again.
  *  - pthread_exit, pthread_testcancel: the forced unwind sees real
  *    return addresses, so the cleanups of every frame run.
+ *  - swapcontext, setcontext: the calls open in the context left end at
+ *    the switch and return untraced (the trace has one track per thread,
+ *    and a suspended call is not running); calls made after are traced
+ *    afresh in the context entered.
  *
  * Each wrapper is the program's definition of the name (the library is
  * preloaded) and passes on to the next one. */
@@ -125,4 +129,21 @@ FN_API void pthread_testcancel(void) {
     next();
   /* Not cancelled: the live frames are ours again. */
   fn_unwind_caught((uintptr_t)__builtin_frame_address(0) + 16);
+}
+
+/* ---- contexts ------------------------------------------------------------------- */
+
+typedef int (*fn_swap_t)(void *, const void *);
+typedef int (*fn_set_t)(const void *);
+
+FN_API int swapcontext(void *oucp, const void *ucp) {
+  FN_NEXT(fn_swap_t, "swapcontext");
+  fn_end_open_calls();
+  return next ? next(oucp, ucp) : -1;
+}
+
+FN_API int setcontext(const void *ucp) {
+  FN_NEXT(fn_set_t, "setcontext");
+  fn_end_open_calls();
+  return next ? next(ucp) : -1;
 }

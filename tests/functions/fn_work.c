@@ -27,6 +27,11 @@
  *          spin.  Then a thread: pexit_thread -> pexit_deep1 (a cleanup
  *          handler, pexit_cleanup) -> pexit_deep2 -> pthread_exit; the
  *          cleanup prints a line
+ * context: ctx_caller runs a coroutine (makecontext): coro_fn calls
+ *          coro_leaf and swaps back; ctx_caller calls coro_leaf and swaps
+ *          again; coro_fn calls coro_leaf and returns (uc_link back);
+ *          ctx_caller calls coro_leaf.  Calls open at a switch end there
+ *          and return untraced: main, ctx_caller, coro_fn 1, coro_leaf 4
  * fib:     fib(15): 1973 calls of fib (2 fib(16) - 1)
  * fork:    forker forks inside its call; the child runs loop_leaf (1000
  *          leaf) and returns through forker and main, which it did not
@@ -39,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -137,6 +143,29 @@ NOINLINE void exit_deep1(void) {
 }
 
 NOINLINE int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+static ucontext_t ctx_main, ctx_coro;
+static char coro_stack[128 * 1024];
+
+NOINLINE void coro_leaf(void) { sink++; __asm__ volatile("" ::: "memory"); }
+
+NOINLINE void coro_fn(void) {
+  coro_leaf();
+  swapcontext(&ctx_coro, &ctx_main);
+  coro_leaf();
+}
+
+NOINLINE void ctx_caller(void) {
+  getcontext(&ctx_coro);
+  ctx_coro.uc_stack.ss_sp = coro_stack;
+  ctx_coro.uc_stack.ss_size = sizeof coro_stack;
+  ctx_coro.uc_link = &ctx_main;
+  makecontext(&ctx_coro, coro_fn, 0);
+  swapcontext(&ctx_main, &ctx_coro);
+  coro_leaf();
+  swapcontext(&ctx_main, &ctx_coro);
+  coro_leaf();
+}
 
 static sigjmp_buf jumps_target;
 
@@ -312,6 +341,8 @@ int main(int argc, char **argv) {
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();
+  if (strcmp(mode, "context") == 0)
+    ctx_caller();
   if (strcmp(mode, "fib") == 0 && fib(15) != 610)
     return 1;
   if (strcmp(mode, "jumps") == 0) {

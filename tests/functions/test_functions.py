@@ -98,6 +98,8 @@ SCENARIOS = {
     # Nothing traced after the jump: the jumped frames' slots are dead
     # stack (restoring them at exit once crashed the program).
     "longjmpf": ("longjmp", ["--functions", "^(deep1|deep2)$"], {"deep1": 1, "deep2": 1}, 0, 1),
+    # A coroutine (makecontext, swapcontext): calls open at a switch end there.
+    "context": ("context", [], {"main": 1, "ctx_caller": 1, "coro_fn": 1, "coro_leaf": 4}, 0, 1),
     # A known call tree, every function (no filter): fib(15).
     "fib": ("fib", [], {"main": 1, "fib": 1973}, 0, 1),
     "jumps": ("jumps", [], merged({"main": 1}, JUMPS), 0, 2),
