@@ -575,20 +575,27 @@ unsigned fn_patch_program(bool program_entries) {
   /* compiler hooks: only whether a regex selects anything is said */
   if (!program_entries && !fn_cfg.has_select)
     return pass.patched;
+  bool all = program_entries && !fn_cfg.has_select; /* no filter: every function */
+  unsigned left = fp.no_size + fp.too_short + fp.unmovable;
   if (!readable) {
     if (program_entries)
       xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
-  } else if (program_entries && !fn_cfg.has_select && in_program.patched == 0)
+  } else if (all && in_program.patched == 0)
     xpt_msg("xpti: functions: no function of %s could be patched%s", what,
             symtab ? "" : " (it is stripped and no debug file was found: install its debug "
                           "symbols, e.g. the -dbgsym package, or set DEBUGINFOD_URLS)");
-  else if (program_entries && !fn_cfg.has_select && fp.no_size + fp.too_short + fp.unmovable)
-    xpt_msg("xpti: functions: %u functions of %s traced, %u left alone (%u with no size, "
-            "%u shorter than 5 bytes, %u whose first instructions cannot be moved; "
-            "--functions NAME says why)",
-            in_program.patched, what, fp.no_size + fp.too_short + fp.unmovable, fp.no_size,
-            fp.too_short, fp.unmovable);
-  else if (!symtab && pass.selected == 0 && fn_cfg.has_select)
+  else if (all) {
+    if (!symtab)
+      xpt_msg("xpti: functions: %s is stripped and no debug file was found: only its %u "
+              "exported functions are traced (install its debug symbols, e.g. the -dbgsym "
+              "package, or set DEBUGINFOD_URLS)",
+              what, in_program.patched);
+    if (left)
+      xpt_msg("xpti: functions: %u functions of %s traced, %u left alone (%u with no size, "
+              "%u shorter than 5 bytes, %u whose first instructions cannot be moved; "
+              "--functions NAME says why)",
+              in_program.patched, what, left, fp.no_size, fp.too_short, fp.unmovable);
+  } else if (!symtab && pass.selected == 0 && fn_cfg.has_select)
     xpt_msg("xpti: functions: %s is stripped and no debug file was found: only exported "
             "functions can be traced (none matches '%s'; install its debug symbols, e.g. the "
             "-dbgsym package, or set DEBUGINFOD_URLS)",
