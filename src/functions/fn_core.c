@@ -75,8 +75,9 @@ static xpti_trace_event_data_t *fn_make_event(const char *name, const char *modu
   return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
 }
 
-/* Insert under fn_map_lock; name NULL: resolve it. */
-static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
+/* Insert under fn_map_lock; name NULL: resolve it.  landing: where its
+ * calls return to (-pg hooks), set before the entry is published. */
+static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known, uintptr_t landing) {
   fn_func_t *f = fn_map_probe(addr);
   if (!f) {
     if (!atomic_exchange(&fn_map_full_said, true))
@@ -107,23 +108,26 @@ static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
   f->event = fn_selected(name) ? fn_make_event(name, module, offset, addr) : NULL;
   uint64_t uid = f->event ? f->event->unique_id : 0;
   f->word = uid && uid <= XPT_REC_COMPACT_UID_MAX ? uid | (uint64_t)fn_stream << 56 : 0;
+  f->landing = landing;
   atomic_store_explicit(&f->addr, addr, memory_order_release);
   return f;
 }
 
-fn_func_t *fn_func_get(uintptr_t addr) {
+static fn_func_t *fn_func_get_landing(uintptr_t addr, uintptr_t landing) {
   fn_func_t *f = fn_map_probe(addr);
   if (f && atomic_load_explicit(&f->addr, memory_order_acquire) == addr)
     return f;
   pthread_mutex_lock(&fn_map_lock);
-  f = fn_map_insert_locked(addr, NULL);
+  f = fn_map_insert_locked(addr, NULL, landing);
   pthread_mutex_unlock(&fn_map_lock);
   return f;
 }
 
+fn_func_t *fn_func_get(uintptr_t addr) { return fn_func_get_landing(addr, 0); }
+
 fn_func_t *fn_func_add(uintptr_t addr, const char *name) {
   pthread_mutex_lock(&fn_map_lock);
-  fn_func_t *f = fn_map_insert_locked(addr, name);
+  fn_func_t *f = fn_map_insert_locked(addr, name, 0);
   pthread_mutex_unlock(&fn_map_lock);
   return f;
 }
@@ -612,12 +616,10 @@ void fn_enter_mcount(uintptr_t pc, uintptr_t *slot) {
   if (!t || t->busy)
     return;
   ++t->busy; /* a signal's hooks must not wait for the map's lock */
-  fn_func_t *f = fn_func_get(pc);
+  fn_func_t *f = fn_func_get_landing(pc, (uintptr_t)fn_tramp_exit);
   --t->busy;
-  if (!f || !f->event)
+  if (!f || !f->event || !f->landing)
     return;
-  if (!f->landing)
-    f->landing = (uintptr_t)fn_tramp_exit;
   if (fn_enter_patched(f, slot))
     *slot = f->landing;
 }

@@ -189,11 +189,12 @@ __attribute__((no_instrument_function)) static inline long long now_ns(void) {
   return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* 2 ms of the clock: longer than a jumped call's slice if it ended at
+/* 20 ms of the clock (a busy machine may preempt a call for a few ms):
+ * longer than a jumped call's slice if it ended at
  * the jump, shorter if it lasted until the next traced call. */
 NOINLINE void spin_for(void) {
   long long t0 = now_ns(), t;
-  while ((t = now_ns()) - t0 < 2000000)
+  while ((t = now_ns()) - t0 < 20000000)
     sink++;
   fprintf(stderr, "spin_ns=%lld\n", t - t0);
 }
