@@ -29,6 +29,7 @@ run_conf() {
     xp-pfe) xp "$bin/fn_bench_pfe" --functions small ;;
     xp-pg) xp "$bin/fn_bench_pg" --functions small ;;
     xp-plain) xp "$bin/fn_bench_base" --functions small ;;
+    xp-fentry) (cd "$tmp" && xp "$bin/fn_bench_fentry" --functions small; rm -f gmon.out) ;;
     uf-cyg) uf "$bin/fn_bench_cyg" ;;
     uf-fentry) uf "$bin/fn_bench_fentry" ;;
     uf-pfe) uf "$bin/fn_bench_pfe" -P small ;;
@@ -48,7 +49,7 @@ uf() {
   rm -rf "$tmp/uf" "$tmp/gmon.out"
 }
 
-confs="bare-base bare-pfe bare-cyg floor-rdtsc xp-unselected-pfe xp-cyg xp-pfe xp-plain"
+confs="bare-base bare-pfe bare-cyg floor-rdtsc xp-unselected-pfe xp-cyg xp-pfe xp-plain xp-fentry"
 [ $have_pg = 1 ] && confs="$confs xp-pg"
 [ $have_uftrace = 1 ] && confs="$confs uf-cyg uf-fentry uf-pfe uf-plain"
 for r in $(seq "$reps"); do
@@ -81,6 +82,7 @@ print("|---|---:|---:|---:|")
 rows = [("-finstrument-functions", "xp-cyg", "uf-cyg"),
         ("-fpatchable-function-entry=5 (uftrace: -P)", "xp-pfe", "uf-pfe"),
         ("-pg -mfentry -mnop-mcount (uftrace: its -pg -mfentry build)", "xp-pg", "uf-fentry"),
+        ("-pg -mfentry, calls of __fentry__ (the same binary for both)", "xp-fentry", "uf-fentry"),
         ("unmodified -O2 (uftrace -P)", "xp-plain", "uf-plain")]
 for name, x, u in rows:
     cx, cu = cost(x), cost(u)

@@ -31,8 +31,6 @@
 #include "fn_internal.h"
 #include "xpt_msg.h"
 
-#define FN_API __attribute__((visibility("default")))
-
 fn_settings_t fn_cfg;
 atomic_bool fn_live;
 
@@ -77,8 +75,9 @@ static xpti_trace_event_data_t *fn_make_event(const char *name, const char *modu
   return xptiMakeEvent(name, &p, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, &instance);
 }
 
-/* Insert under fn_map_lock; name NULL: resolve it. */
-static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
+/* Insert under fn_map_lock; name NULL: resolve it.  landing: where its
+ * calls return to (-pg hooks), set before the entry is published. */
+static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known, uintptr_t landing) {
   fn_func_t *f = fn_map_probe(addr);
   if (!f) {
     if (!atomic_exchange(&fn_map_full_said, true))
@@ -109,23 +108,26 @@ static fn_func_t *fn_map_insert_locked(uintptr_t addr, const char *known) {
   f->event = fn_selected(name) ? fn_make_event(name, module, offset, addr) : NULL;
   uint64_t uid = f->event ? f->event->unique_id : 0;
   f->word = uid && uid <= XPT_REC_COMPACT_UID_MAX ? uid | (uint64_t)fn_stream << 56 : 0;
+  f->landing = landing;
   atomic_store_explicit(&f->addr, addr, memory_order_release);
   return f;
 }
 
-fn_func_t *fn_func_get(uintptr_t addr) {
+static fn_func_t *fn_func_get_landing(uintptr_t addr, uintptr_t landing) {
   fn_func_t *f = fn_map_probe(addr);
   if (f && atomic_load_explicit(&f->addr, memory_order_acquire) == addr)
     return f;
   pthread_mutex_lock(&fn_map_lock);
-  f = fn_map_insert_locked(addr, NULL);
+  f = fn_map_insert_locked(addr, NULL, landing);
   pthread_mutex_unlock(&fn_map_lock);
   return f;
 }
 
+fn_func_t *fn_func_get(uintptr_t addr) { return fn_func_get_landing(addr, 0); }
+
 fn_func_t *fn_func_add(uintptr_t addr, const char *name) {
   pthread_mutex_lock(&fn_map_lock);
-  fn_func_t *f = fn_map_insert_locked(addr, name);
+  fn_func_t *f = fn_map_insert_locked(addr, name, 0);
   pthread_mutex_unlock(&fn_map_lock);
   return f;
 }
@@ -588,14 +590,62 @@ uintptr_t fn_exit_patched(uintptr_t *slot) {
   return ret;
 }
 
+/* ---- -pg builds: mcount and __fentry__ (fn_tramp.S) ----------------------------- */
+
+/* pc: the hook's return address, in the function (its key); slot: the
+ * function's return address.  The slot is hijacked to fn_tramp_exit, as
+ * a patched entry's is to its landing.  Returns 1 when done, 0 when the
+ * general function below must decide (it then saves every register). */
+FN_GPR int fn_enter_mcount_fast(uintptr_t pc, uintptr_t *slot) {
+  fn_func_t *f = &fn_map[fn_hash(pc)];
+  if (atomic_load_explicit(&f->addr, memory_order_acquire) != pc)
+    return 0;
+  if (!f->event)
+    return 1; /* not selected */
+  uintptr_t landing = f->landing;
+  if (!landing || !fn_enter_fast(f, slot))
+    return 0;
+  *slot = landing;
+  return 1;
+}
+
+void fn_enter_mcount(uintptr_t pc, uintptr_t *slot) {
+  if (!atomic_load_explicit(&fn_live, memory_order_relaxed))
+    return; /* before our constructor: no settings, no stream */
+  fn_thread_t *t = fn_thread();
+  if (!t || t->busy)
+    return;
+  ++t->busy; /* a signal's hooks must not wait for the map's lock */
+  fn_func_t *f = fn_func_get_landing(pc, (uintptr_t)fn_tramp_exit);
+  --t->busy;
+  if (!f || !f->event || !f->landing)
+    return;
+  if (fn_enter_patched(f, slot))
+    *slot = f->landing;
+}
+
+/* Only a slot that still holds our landing is given its address back: a
+ * frame a jump left without our seeing it (a longjmp inside the C
+ * library) lies in memory that may now be live frames of the caller. */
 void fn_unwind_begin(void) {
   fn_thread_t *t = fn_tls;
   if (!t || !t->hijacked)
     return;
-  for (uint32_t i = 0; i < t->depth; ++i)
-    if (t->frames[i].ret)
-      *(uintptr_t *)t->frames[i].sp = t->frames[i].ret;
+  for (uint32_t i = 0; i < t->depth; ++i) {
+    fn_frame_t *fr = &t->frames[i];
+    if (fr->ret && *(uintptr_t *)fr->sp == fr->fn->landing)
+      *(uintptr_t *)fr->sp = fr->ret;
+  }
   t->hijacked = false;
+}
+
+void fn_unwind_jump(uintptr_t target_sp) {
+  fn_thread_t *t = fn_tls;
+  if (!t || t == &fn_thread_ended || t->busy)
+    return;
+  ++t->busy;
+  fn_pop_dead(t, target_sp, false);
+  --t->busy;
 }
 
 void fn_unwind_caught(uintptr_t sp) {
@@ -604,53 +654,14 @@ void fn_unwind_caught(uintptr_t sp) {
     return;
   ++t->busy;
   fn_pop_dead(t, sp, false);
-  for (uint32_t i = 0; i < t->depth; ++i)
-    if (t->frames[i].ret) {
-      *(uintptr_t *)t->frames[i].sp = t->frames[i].fn->landing;
+  for (uint32_t i = 0; i < t->depth; ++i) {
+    fn_frame_t *fr = &t->frames[i];
+    if (fr->ret && *(uintptr_t *)fr->sp == fr->ret) {
+      *(uintptr_t *)fr->sp = fr->fn->landing;
       t->hijacked = true;
     }
-  --t->busy;
-}
-
-/* ---- exceptions through hijacked frames ----------------------------------------- */
-
-/* The unwinder finds a frame's caller by its return address: ours has no
- * unwind information, so the real ones go back first.  Declared with
- * opaque types: only the pointer is passed on. */
-typedef int (*fn_raise_t)(void *);
-typedef int (*fn_forced_t)(void *, void *, void *);
-typedef void *(*fn_catch_t)(void *);
-
-#define FN_NEXT(type, name)                                                                  \
-  static _Atomic(type) next_fn;                                                              \
-  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
-  if (!next) {                                                                               \
-    next = (type)dlsym(RTLD_NEXT, name);                                                     \
-    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
   }
-
-FN_API int _Unwind_RaiseException(void *exc) {
-  FN_NEXT(fn_raise_t, "_Unwind_RaiseException");
-  fn_unwind_begin();
-  return next ? next(exc) : 5 /* _URC_END_OF_STACK */;
-}
-
-FN_API int _Unwind_Resume_or_Rethrow(void *exc) {
-  FN_NEXT(fn_raise_t, "_Unwind_Resume_or_Rethrow");
-  fn_unwind_begin();
-  return next ? next(exc) : 5;
-}
-
-FN_API int _Unwind_ForcedUnwind(void *exc, void *stop, void *arg) {
-  FN_NEXT(fn_forced_t, "_Unwind_ForcedUnwind");
-  fn_unwind_begin();
-  return next ? next(exc, stop, arg) : 5;
-}
-
-FN_API void *__cxa_begin_catch(void *exc) {
-  FN_NEXT(fn_catch_t, "__cxa_begin_catch");
-  fn_unwind_caught((uintptr_t)__builtin_frame_address(0) + 16);
-  return next ? next(exc) : NULL;
+  --t->busy;
 }
 
 /* ---- start and end ------------------------------------------------------------- */
@@ -694,7 +705,9 @@ static void fn_settings_read(void) {
  * inside that pass (glibc: with our library's destructors, by luck before
  * the collectors') or after it (under TSan's interceptor: every collector
  * had reported three calls unclosed).  So exit itself is wrapped too. */
-static void fn_at_exit(void) {
+static void fn_at_exit(void) { fn_end_open_calls(); }
+
+void fn_end_open_calls(void) {
   fn_thread_t *t = fn_tls;
   if (!t || t == &fn_thread_ended)
     return;

@@ -77,11 +77,31 @@ FN_HIDDEN int fn_enter_patched(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN uintptr_t fn_exit_patched(uintptr_t *slot);
 FN_HIDDEN FN_GPR int fn_enter_fast(fn_func_t *fn, uintptr_t *slot);
 FN_HIDDEN FN_GPR uintptr_t fn_exit_fast(uintptr_t *slot);
+/* -pg builds (fn_tramp.S's mcount and __fentry__). */
+FN_HIDDEN FN_GPR int fn_enter_mcount_fast(uintptr_t pc, uintptr_t *slot);
+FN_HIDDEN void fn_enter_mcount(uintptr_t pc, uintptr_t *slot);
 /* Before an exception or forced unwind passes through hijacked frames,
  * give them their return addresses back; after a catch, take the live
  * ones again. */
 FN_HIDDEN void fn_unwind_begin(void);
 FN_HIDDEN void fn_unwind_caught(uintptr_t sp);
+/* A longjmp (or the like) to a frame whose stack pointer is target_sp:
+ * the calls below it end now. */
+FN_HIDDEN void fn_unwind_jump(uintptr_t target_sp);
+/* The thread's open calls end now and its hijacked frames get their
+ * return addresses back (exit, a switch of context). */
+FN_HIDDEN void fn_end_open_calls(void);
+
+/* The library's wrappers of the program's calls (fn_unwind.c, exit in
+ * fn_core.c): each passes on to the next definition of its name. */
+#define FN_API __attribute__((visibility("default")))
+#define FN_NEXT(type, name)                                                                  \
+  static _Atomic(type) next_fn;                                                              \
+  type next = atomic_load_explicit(&next_fn, memory_order_acquire);                          \
+  if (!next) {                                                                               \
+    next = (type)dlsym(RTLD_NEXT, name);                                                     \
+    atomic_store_explicit(&next_fn, next, memory_order_release);                             \
+  }
 
 /* fn_names.c: the name of the function at addr ("" when unknown) and the
  * module it lies in, its offset there; bool whether one was found. */

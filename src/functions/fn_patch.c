@@ -12,13 +12,14 @@
  *    -fpatchable-function-entry=5) becomes `jmp stub`; the stub calls
  *    fn_tramp_enter and jumps back after the nop.  Unselected functions
  *    keep their nop.
- *  - otherwise, when a regex selects it (unmodified code), the first
+ *  - otherwise (unmodified code: the program's functions, with a regex
+ *    its libraries' too), the first
  *    instructions (5 bytes or more) move into the stub, relocated
  *    (capstone decodes them), and the entry becomes `jmp stub`; the stub
  *    calls fn_tramp_enter, runs the moved instructions and jumps back.
  *    Relative jumps and calls among them become absolute ones (a call
  *    still returns into the function: exceptions unwind through it).  Refused,
- *    with one line each: too short, a loop/jrcxz among the moved
+ *    with one line each (with no regex, counted in one line): too short, a loop/jrcxz among the moved
  *    instructions, a branch of the function into the moved bytes, a
  *    RIP-relative operand out of reach.
  * Stubs live within 2 GiB of the program (rel32 reach). */
@@ -68,7 +69,22 @@ static struct {
   uintptr_t lo, hi; /* the mapped range of the module being patched */
   csh cs;
   bool cs_open;
+  /* No regex: every function of the program is tried, and those refused
+   * are counted (one line at the end) rather than named one by one. */
+  unsigned no_size, too_short, unmovable;
 } fp;
+
+static void fn_refuse(const char *name, size_t size, const char *why) {
+  if (fn_cfg.has_select) {
+    if (why)
+      xpt_msg("xpti: functions: cannot patch %s: %s", name, why);
+    else
+      xpt_msg("xpti: functions: cannot patch %s: too short (%zu bytes)", name, size);
+  } else if (why)
+    ++fp.unmovable;
+  else
+    ++*(size ? &fp.too_short : &fp.no_size);
+}
 
 /* Stubs for n functions, mapped within reach of the whole program. */
 static bool fn_stubs_map(size_t n) {
@@ -241,7 +257,7 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
                            fn_func_t *fn) {
   uintptr_t end = func + size;
   if (end - at < FN_PATCH_LEN) {
-    xpt_msg("xpti: functions: cannot patch %s: too short (%zu bytes)", name, size);
+    fn_refuse(name, size, NULL);
     return false;
   }
   cs_insn *insn = NULL;
@@ -302,7 +318,7 @@ static bool fn_patch_entry(const char *name, uintptr_t func, size_t size, uintpt
   if (!why && !fn_near(at + 5, (uintptr_t)stub))
     why = "no room for its stub within 2 GiB";
   if (why) {
-    xpt_msg("xpti: functions: cannot patch %s: %s", name, why);
+    fn_refuse(name, size, why);
     cs_free(insn, count);
     return false;
   }
@@ -350,6 +366,14 @@ static void fn_elf_close(fn_elf_t *e) {
     close(e->fd);
 }
 
+/* name is hook, or hook@VERSION (.symtab's "mcount@GLIBC_2.2.5"). */
+static bool fn_hook_name(const char *name, const char *hook) {
+  size_t n = strlen(hook);
+  return strncmp(name, hook, n) == 0 && (name[n] == '\0' || name[n] == '@');
+}
+
+/* Compiler hooks: -finstrument-functions, or -pg's calls of mcount or
+ * __fentry__ (not -mnop-mcount's nops, which are patched). */
 bool fn_program_has_cyg_hooks(void) {
   fn_elf_t e = {-1, NULL, NULL, {0}};
   bool found = false;
@@ -360,8 +384,9 @@ bool fn_program_has_cyg_hooks(void) {
       GElf_Sym sym;
       const char *name;
       if (gelf_getsym(d, (int)i, &sym) && (name = elf_strptr(e.elf, e.symhdr.sh_link, sym.st_name)))
-        found = strncmp(name, "__cyg_profile_func_enter", 24) == 0 &&
-                (name[24] == '\0' || name[24] == '@'); /* "@GLIBC_2.2.5" in .symtab */
+        found = fn_hook_name(name, "__cyg_profile_func_enter") ||
+                (sym.st_shndx == SHN_UNDEF && (fn_hook_name(name, "mcount") ||
+                                               fn_hook_name(name, "__fentry__")));
     }
   }
   fn_elf_close(&e);
@@ -429,8 +454,8 @@ static void fn_select_one(const char *raw, uintptr_t func, size_t size, Elf *elf
   if (size >= 4 && fn_is_endbr64((const uint8_t *)at))
     at += 4;
   bool nop = at + FN_PATCH_LEN <= func + size && fn_is_nop5((const uint8_t *)at);
-  if (!nop && !(fn_cfg.has_select && fp.cs_open))
-    return; /* no nop and no regex asking for it: left alone */
+  if (!nop && !fp.cs_open)
+    return; /* cannot be moved without capstone */
   fn_func_t *f = fn_func_add(func, name);
   if (!f || !f->event)
     return;
@@ -550,13 +575,27 @@ unsigned fn_patch_program(bool program_entries) {
   /* compiler hooks: only whether a regex selects anything is said */
   if (!program_entries && !fn_cfg.has_select)
     return pass.patched;
+  bool all = program_entries && !fn_cfg.has_select; /* no filter: every function */
+  unsigned left = fp.no_size + fp.too_short + fp.unmovable;
   if (!readable) {
     if (program_entries)
       xpt_msg("xpti: functions: cannot read the symbols of %s; nothing of it patched", what);
-  } else if (program_entries && in_program.patched == 0 && !fn_cfg.has_select)
-    xpt_msg("xpti: functions: the program has no -finstrument-functions hooks and no "
-            "patchable entries; name the functions to patch (--functions REGEX)");
-  else if (!symtab && pass.selected == 0 && fn_cfg.has_select)
+  } else if (all && in_program.patched == 0)
+    xpt_msg("xpti: functions: no function of %s could be patched%s", what,
+            symtab ? "" : " (it is stripped and no debug file was found: install its debug "
+                          "symbols, e.g. the -dbgsym package, or set DEBUGINFOD_URLS)");
+  else if (all) {
+    if (!symtab)
+      xpt_msg("xpti: functions: %s is stripped and no debug file was found: only its %u "
+              "exported functions are traced (install its debug symbols, e.g. the -dbgsym "
+              "package, or set DEBUGINFOD_URLS)",
+              what, in_program.patched);
+    if (left)
+      xpt_msg("xpti: functions: %u functions of %s traced, %u left alone (%u with no size, "
+              "%u shorter than 5 bytes, %u whose first instructions cannot be moved; "
+              "--functions NAME says why)",
+              in_program.patched, what, left, fp.no_size, fp.too_short, fp.unmovable);
+  } else if (!symtab && pass.selected == 0 && fn_cfg.has_select)
     xpt_msg("xpti: functions: %s is stripped and no debug file was found: only exported "
             "functions can be traced (none matches '%s'; install its debug symbols, e.g. the "
             "-dbgsym package, or set DEBUGINFOD_URLS)",

@@ -20,6 +20,19 @@
  *          a hook are not recorded (at least one is); the rest exact
  * deep:    deep_loop -> descend 300 deep, 50 times (15,000 slices): more
  *          open calls than a small chunk holds the ends of
+ * jumps:   for longjmp, siglongjmp and _longjmp: jumps_outer -> jdeep1 ->
+ *          jdeep2 -> the jump back into jumps_outer, which spins in
+ *          spin_for (its time in ns on stderr: "spin_ns=N"), then calls
+ *          after_jump; jdeep1 and jdeep2 end at the jump, before the
+ *          spin.  Then a thread: pexit_thread -> pexit_deep1 (a cleanup
+ *          handler, pexit_cleanup) -> pexit_deep2 -> pthread_exit; the
+ *          cleanup prints a line
+ * context: ctx_caller runs a coroutine (makecontext): coro_fn calls
+ *          coro_leaf and swaps back; ctx_caller calls coro_leaf and swaps
+ *          again; coro_fn calls coro_leaf and returns (uc_link back);
+ *          ctx_caller calls coro_leaf.  Calls open at a switch end there
+ *          and return untraced: main, ctx_caller, coro_fn 1, coro_leaf 4
+ * fib:     fib(15): 1973 calls of fib (2 fib(16) - 1)
  * fork:    forker forks inside its call; the child runs loop_leaf (1000
  *          leaf) and returns through forker and main, which it did not
  *          begin; the parent waits for it */
@@ -31,11 +44,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
 static _Thread_local volatile unsigned long sink; /* per thread: the workers share no data */
+
+/* Never called: one byte (`ret`), too short to patch in the unmodified
+ * build, which says it left one function alone. */
+NOINLINE void tiny_fn(void) {}
 
 NOINLINE void leaf(unsigned long i) { sink += i; __asm__ volatile("" ::: "memory"); }
 
@@ -122,6 +140,92 @@ NOINLINE void exit_deep2(void) {
 NOINLINE void exit_deep1(void) {
   exit_deep2();
   sink++;
+}
+
+NOINLINE int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+static ucontext_t ctx_main, ctx_coro;
+static char coro_stack[128 * 1024];
+
+NOINLINE void coro_leaf(void) { sink++; __asm__ volatile("" ::: "memory"); }
+
+NOINLINE void coro_fn(void) {
+  coro_leaf();
+  swapcontext(&ctx_coro, &ctx_main);
+  coro_leaf();
+}
+
+NOINLINE void ctx_caller(void) {
+  getcontext(&ctx_coro);
+  ctx_coro.uc_stack.ss_sp = coro_stack;
+  ctx_coro.uc_stack.ss_size = sizeof coro_stack;
+  ctx_coro.uc_link = &ctx_main;
+  makecontext(&ctx_coro, coro_fn, 0);
+  swapcontext(&ctx_main, &ctx_coro);
+  coro_leaf();
+  swapcontext(&ctx_main, &ctx_coro);
+  coro_leaf();
+}
+
+static sigjmp_buf jumps_target;
+
+NOINLINE void jdeep2(int kind) {
+  sink++;
+  if (kind == 0)
+    longjmp(jumps_target, 1);
+  if (kind == 1)
+    siglongjmp(jumps_target, 1);
+  _longjmp(jumps_target, 1);
+}
+
+NOINLINE void jdeep1(int kind) {
+  jdeep2(kind);
+  sink++; /* not reached */
+}
+
+__attribute__((no_instrument_function)) static inline long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* 20 ms of the clock (a busy machine may preempt a call for a few ms):
+ * longer than a jumped call's slice if it ended at
+ * the jump, shorter if it lasted until the next traced call. */
+NOINLINE void spin_for(void) {
+  long long t0 = now_ns(), t;
+  while ((t = now_ns()) - t0 < 20000000)
+    sink++;
+  fprintf(stderr, "spin_ns=%lld\n", t - t0);
+}
+
+NOINLINE void jumps_outer(int kind) {
+  if (sigsetjmp(jumps_target, kind == 1) == 0)
+    jdeep1(kind);
+  spin_for();
+  after_jump();
+}
+
+NOINLINE void pexit_cleanup(void *arg) {
+  (void)arg;
+  printf("fn_work cleanup ran\n");
+}
+
+NOINLINE void pexit_deep2(void) {
+  sink++;
+  pthread_exit(NULL);
+}
+
+NOINLINE void pexit_deep1(void) {
+  pthread_cleanup_push(pexit_cleanup, NULL);
+  pexit_deep2();
+  pthread_cleanup_pop(0);
+}
+
+static void *pexit_thread(void *arg) {
+  (void)arg;
+  pexit_deep1();
+  return NULL;
 }
 
 static pthread_barrier_t cancel_ready;
@@ -238,6 +342,18 @@ int main(int argc, char **argv) {
   }
   if (all || strcmp(mode, "longjmp") == 0)
     jumper();
+  if (strcmp(mode, "context") == 0)
+    ctx_caller();
+  if (strcmp(mode, "fib") == 0 && fib(15) != 610)
+    return 1;
+  if (strcmp(mode, "jumps") == 0) {
+    for (int kind = 0; kind < 3; ++kind)
+      jumps_outer(kind);
+    fflush(stdout);
+    pthread_t t;
+    pthread_create(&t, NULL, pexit_thread, NULL);
+    pthread_join(t, NULL);
+  }
   if (all || strcmp(mode, "cancel") == 0) {
     pthread_t t;
     pthread_barrier_init(&cancel_ready, NULL, 2);

@@ -46,9 +46,10 @@ static const char usage_run[] =
     "  -f, --freq HZ            with --sample: samples per CPU-second (default 100)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
-    "      --functions [REGEX]  trace function entries and exits (all, or those whose\n"
-    "                           name REGEX is found in: ^ and $ anchor it; given again,\n"
-    "                           either one; see docs/functions.md)\n"
+    "      --functions [REGEX]  trace function entries and exits (all of the program's,\n"
+    "                           whatever its build, or those whose name REGEX is found in:\n"
+    "                           ^ and $ anchor it; given again, either one; see\n"
+    "                           docs/functions.md)\n"
     "      --exclude REGEX      with --functions: not these functions (accumulates too)\n"
     "      --depth N            with --functions: record nesting levels 1 to N only\n"
     "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
@@ -210,11 +211,10 @@ static void print_function_table(const char *trace, const struct xpt_slice_table
     fprintf(stderr, "xptrace: --functions '%s' recorded no call: no function whose name it is "
                     "found in ran (docs/functions.md)\n", getenv("XPTRACE_FUNCTIONS"));
   else if (finished_here)
-    /* An unmodified or -pg build is patched only where a regex asks. */
-    fprintf(stderr, "xptrace: --functions recorded no call: the program has no compiler hooks "
-                    "(-finstrument-functions), or no function matched; an unmodified or -pg "
-                    "build is patched where a regex selects: --functions 'REGEX' "
-                    "(docs/functions.md)\n");
+    /* Every function of the program is traced: none ran, or none could be
+     * patched (the library said why). */
+    fprintf(stderr, "xptrace: --functions recorded no call: no traced function of the program "
+                    "ran (docs/functions.md)\n");
   else
     report_points_table(stderr, trace, 20);
 }
