@@ -117,15 +117,22 @@ static int cmp_input(const void *a, const void *b) {
   return la != lb ? (la < lb ? -1 : 1) : strcmp(x->path, y->path);
 }
 
-/* A folder's traces: its top-level ones are merged outputs when its
- * subfolders hold traces (the processes are there). */
+/* A folder's traces: its top-level trace* and merged* are merged outputs
+ * when any other trace is there (in its subfolders: the processes; at its
+ * top: a run's samples and counters, merged with nothing below). */
 static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
   size_t first = in->n;
   bool deeper = false;
   int rc = walk(in, dir, 0, arg, &deeper);
   if (rc)
     return rc;
-  if (deeper) {
+  bool others = deeper; /* traces merged outputs were made of */
+  for (size_t i = first; i < in->n && !others; i++) {
+    const char *base = strrchr(in->v[i].path, '/');
+    base = base ? base + 1 : in->v[i].path;
+    others = strncmp(base, "trace", 5) && strncmp(base, "merged", 6);
+  }
+  if (others) {
     size_t k = first;
     for (size_t i = first; i < in->n; i++) {
       const char *base = strrchr(in->v[i].path, '/');
@@ -138,7 +145,7 @@ static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
       } else {
         /* another trace at the top (the run's samples trace) describes
          * the processes of the subfolders: it joins them */
-        in->v[i].joins = strcmp(in->v[i].group, dir) == 0;
+        in->v[i].joins = deeper && strcmp(in->v[i].group, dir) == 0;
         in->v[k++] = in->v[i];
       }
     }

@@ -106,6 +106,19 @@ int rp_load_mem(struct rp_model *m, const void *data, size_t len) {
   return r ? load_reader(m, r, NULL) : -1;
 }
 
+static bool is_merged_name(const char *name) {
+  return !strncmp(name, "trace", 5) || !strncmp(name, "merged", 6);
+}
+
+/* A trace at a folder's top that no merge wrote (samples, counters). */
+static bool top_unmerged(const char *dir, const char *name) {
+  char path[4096];
+  struct stat st;
+  return name[0] != '.' && ends_with(name, ".perfetto-trace") && !is_merged_name(name) &&
+         (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
+         lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Every trace under dir, in name order: the subfolders' (depth first),
  * then, with top_too, dir's own. */
 static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too, size_t *files) {
@@ -118,11 +131,17 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
     return -1;
   }
   int rc = 0;
-  size_t below = 0; /* traces found in the subfolders */
+  /* traces found in the subfolders, and at the top other than merged ones
+   * (trace*, merged*): merge took them all in, so those are left out */
+  size_t below = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n; i++) {
-      if (pass == 1 && i == 0)
+      if (pass == 1 && i == 0) {
         below = *files;
+        for (int j = 0; j < n && !top_too; j++)
+          if (top_unmerged(dir, list[j]->d_name))
+            below++;
+      }
       const char *name = list[i]->d_name;
       char path[4096];
       struct stat st;
@@ -134,8 +153,8 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
         if (load_dir(m, path, depth + 1, true, files) < 0)
           rc = -1;
       } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
-        if (!top_too && below && (!strncmp(name, "trace", 5) || !strncmp(name, "merged", 6)))
-          continue; /* a merged trace of the processes below (a samples trace is read) */
+        if (!top_too && below && is_merged_name(name))
+          continue; /* a merged trace of the others (a samples trace is read) */
         ++*files;
         if (rp_load_trace(m, path) < 0)
           rc = -1;
