@@ -47,6 +47,17 @@ static void load_sample(struct rp_model *m, struct pt_reader *r, const struct pt
   rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, locs, n);
 }
 
+/* A counter's unit as the table prints it: unit_name, else the enum's. */
+static const char *counter_unit(const struct pt_packet *p) {
+  static const char *const units[] = {"", "ns", "count", "bytes"};
+  if (!p->track.is_counter)
+    return "";
+  if (p->track.counter_unit_name[0])
+    return p->track.counter_unit_name;
+  return p->track.counter_unit > 0 && p->track.counter_unit < 4 ? units[p->track.counter_unit]
+                                                                   : "";
+}
+
 /* Every packet of r into the model; closes r.  `path` names it in
  * messages (NULL: none printed). */
 static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path) {
@@ -63,7 +74,7 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
                          p.track.process_name[0] ? p.track.process_name : p.track.name);
       else
         rp_track_other(m, p.track.uuid, p.track.parent_uuid, p.track.name, p.track.is_counter,
-                       false);
+                       p.track.counter_incremental, counter_unit(&p));
       break;
     case PT_PKT_EVENT:
       if (!p.event.track || !p.has_ts)
