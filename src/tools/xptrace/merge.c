@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "pt_merge.h"
 #include "xpt_clock_correct.h"
 #include "xpt_files.h"
@@ -164,6 +165,7 @@ static void inputs_free(struct inputs *in) {
 
 static void merge_warn(void *ctx, const char *line) {
   (void)ctx;
+  progress_clear();
   fprintf(stderr, "xptrace: merge: %s\n", line);
 }
 
@@ -176,8 +178,21 @@ struct clock_map {
 
 static uint64_t clock_apply(const void *ctx, uint64_t ns) { return xpt_clock_correct(ctx, ns); }
 
+struct merge_ctx {
+  struct clock_map *maps;
+  const struct inputs *in;
+  const uint64_t *sizes; /* of in->v[i], for the progress line */
+};
+
 static void merge_time_map(void *ctx, const char *group, pt_time_fn *fn, const void **fn_ctx) {
-  struct clock_map **maps = ctx;
+  struct merge_ctx *mc = ctx;
+  struct clock_map **maps = &mc->maps;
+  if (mc->sizes) { /* a group starts: the inputs before it are merged */
+    uint64_t done = 0;
+    for (size_t i = 0; i < mc->in->n && strcmp(mc->in->v[i].group, group); i++)
+      done += mc->sizes[i];
+    progress_set(done);
+  }
   *fn = NULL;
   DIR *d = opendir(group);
   if (!d)
@@ -229,13 +244,24 @@ static int merge_to(struct inputs *in, const char *out, char *path, size_t len,
       close(dfd);
     return 1;
   }
-  struct clock_map *maps = NULL;
-  struct pt_merge_opts o = {.warn = merge_warn, .time_map = merge_time_map, .ctx = &maps};
+  uint64_t *sizes = calloc(in->n ? in->n : 1, sizeof *sizes), total = 0;
+  for (size_t i = 0; sizes && i < in->n; i++) {
+    struct stat st_in;
+    sizes[i] = stat(in->v[i].path, &st_in) == 0 ? (uint64_t)st_in.st_size : 0;
+    total += sizes[i];
+  }
+  struct merge_ctx mc = {NULL, in, sizes};
+  struct pt_merge_opts o = {.warn = merge_warn, .time_map = merge_time_map, .ctx = &mc};
+  char what[128];
+  snprintf(what, sizeof what, "xptrace merge: %zu trace(s)", in->n);
+  progress_begin(what, sizes ? total : 0);
   int rc = pt_merge(in->v, in->n, fd, &o, st);
-  while (maps) {
-    struct clock_map *next = maps->next;
-    free(maps);
-    maps = next;
+  progress_end();
+  free(sizes);
+  while (mc.maps) {
+    struct clock_map *next = mc.maps->next;
+    free(mc.maps);
+    mc.maps = next;
   }
   if (rc >= 0 && fsync(fd) != 0 && errno != EINVAL) {
     fprintf(stderr, "xptrace: merge: cannot write %s/%s: %s\n", dir, tmp, strerror(errno));

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "report_export.h"
 #include "report_load.h"
 #include "report_table.h"
@@ -90,8 +91,13 @@ static int parse_count(const char *s, long min, long *out) {
 }
 
 static int load(struct rp_model *m, const char *path, const struct rp_select *sel) {
+  char what[4200];
+  snprintf(what, sizeof what, "xptrace report: reading %s", path);
+  progress_begin(what, 0);
   int rc = rp_load(m, path);
-  if (!rp_model_finish(m, sel)) {
+  bool ok = rp_model_finish(m, sel);
+  progress_end();
+  if (!ok) {
     fprintf(stderr, "xptrace: report: out of memory reading %s\n", path);
     rc = -1;
   }

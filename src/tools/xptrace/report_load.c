@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "progress.h"
 #include "pt_read.h"
 #include "report_load.h"
 
@@ -60,10 +61,15 @@ static const char *counter_unit(const struct pt_packet *p) {
 
 /* Every packet of r into the model; closes r.  `path` names it in
  * messages (NULL: none printed). */
+static uint64_t bytes_before; /* of the traces read before: the progress line */
+
 static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path) {
   struct pt_packet p;
   int rc;
+  unsigned tick = 0;
   while ((rc = pt_reader_next(r, &p)) > 0) {
+    if ((++tick & 4095) == 0)
+      progress_set(bytes_before + p.offset);
     switch (p.kind) {
     case PT_PKT_TRACK:
       if (p.track.is_thread)
@@ -96,8 +102,10 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
       break;
     }
   }
-  if (rc < 0 && path)
+  if (rc < 0 && path) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", path, pt_reader_error(r));
+  }
   pt_reader_close(r);
   return rc < 0 ? -1 : 0;
 }
@@ -106,10 +114,17 @@ int rp_load_trace(struct rp_model *m, const char *path) {
   char err[256];
   struct pt_reader *r = pt_reader_open(path, 0, err, sizeof err);
   if (!r) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s\n", err);
     return -1;
   }
-  return load_reader(m, r, path);
+  struct stat st;
+  uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  progress_add_total(size);
+  int rc = load_reader(m, r, path);
+  bytes_before += size;
+  progress_set(bytes_before);
+  return rc;
 }
 
 int rp_load_mem(struct rp_model *m, const void *data, size_t len) {
@@ -138,6 +153,7 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
   struct dirent **list;
   int n = scandir(dir, &list, NULL, alphasort);
   if (n < 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", dir, strerror(errno));
     return -1;
   }
@@ -170,6 +186,7 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
         if (rp_load_trace(m, path) < 0)
           rc = -1;
       } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".xprec")) {
+        progress_clear();
         fprintf(stderr,
                 "xptrace: report: %s is a recording not finished yet: xptrace finish %s\n", path,
                 dir);
@@ -184,6 +201,7 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
 int rp_load(struct rp_model *m, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", path, strerror(errno));
     return -1;
   }
@@ -194,6 +212,7 @@ int rp_load(struct rp_model *m, const char *path) {
    * ones when its subfolders hold traces (the processes are there). */
   int rc = load_dir(m, path, 0, false, &files);
   if (files == 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: no .perfetto-trace file in %s\n", path);
     return -1;
   }
