@@ -290,14 +290,16 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
   if (rank) { /* one line: its process's trace and statistics */
     char trace[PATH_MAX + 64] = "", stats[PATH_MAX + 64] = "";
     for (size_t i = 0; i < n; i++) {
-      snprintf(path, sizeof path, "%s/trace.perfetto-trace", leaves[i]);
+      snprintf(path, sizeof path, "%s/trace.%s", leaves[i],
+               format && !strcmp(format, "json") ? "json" : "perfetto-trace");
       if (!trace[0] && chosen[0] && access(path, R_OK) == 0)
         snprintf(trace, sizeof trace, "%s", path);
       snprintf(path, sizeof path, "%s/stats.csv", leaves[i]);
       if (!stats[0] && chosen[1] && access(path, R_OK) == 0)
         snprintf(stats, sizeof stats, "%s", path);
     }
-    run_mpi_rank_done(dir, rank, trace[0] ? trace : NULL, stats[0] ? stats : NULL);
+    run_mpi_rank_done(dir, rank, trace[0] ? trace : NULL, stats[0] ? stats : NULL,
+                      chosen[0] && !(format && !strcmp(format, "json")));
   } else if (chosen[1]) {
     int found = 0;
     for (size_t i = 0; i < n; i++) {

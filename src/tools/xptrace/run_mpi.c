@@ -1,6 +1,7 @@
 /* `mpirun ... xptrace run --mpi -- app`: one xptrace per rank.  The ranks
  * of a job share one output folder (named after the job id), each says
- * one line, and the last to end names the one merge of the whole job. */
+ * one line, and the last to end names the one merge of the whole job
+ * (Perfetto traces; JSON ones are not merged). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -51,8 +52,8 @@ bool run_mpi_job_dir(const char *command0, char *buf, size_t len) {
   return (size_t)snprintf(buf, len, "xptrace-%s-job%s", base ? base + 1 : command0, id) < len;
 }
 
-void run_mpi_rank_done(const char *dir, const char *rank, const char *trace,
-                       const char *stats) {
+void run_mpi_rank_done(const char *dir, const char *rank, const char *trace, const char *stats,
+                       bool mergeable) {
   long size = run_mpi_size();
   char of[32] = "";
   if (size)
@@ -73,7 +74,7 @@ void run_mpi_rank_done(const char *dir, const char *rank, const char *trace,
     closedir(d);
   /* The last rank to end here (one only: the exclusive create decides). */
   snprintf(path, sizeof path, "%s/.xptrace-job-ended", dir);
-  if (size && done >= size &&
+  if (mergeable && size && done >= size &&
       (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0) {
     close(fd);
     fprintf(stderr, "xptrace: the %ld ranks have ended; one trace of the job: xptrace merge %s\n",
