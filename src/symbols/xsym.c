@@ -339,8 +339,16 @@ static size_t inline_frames(xsym_t *x, Dwfl_Module *mod, GElf_Addr addr, xsym_fr
   const char *file = NULL;
   int line = 0;
   Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
-  if (l)
+  Dwarf_Line *dl;
+  if (l) {
     file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+  } else if ((dl = dwarf_getsrc_die(cu, addr - bias)) != NULL) {
+    /* dwfl_module_getsrc finds its unit through .debug_aranges too (none
+     * from clang): the unit found above has the line table. */
+    file = dwarf_linesrc(dl, NULL, NULL);
+    if (dwarf_lineno(dl, &line) != 0)
+      line = 0;
+  }
   for (int i = 0; i < n && k < max; ++i) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)

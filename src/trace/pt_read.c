@@ -772,7 +772,9 @@ static int rd_track(struct pt_reader *r, const uint8_t *p, const uint8_t *end,
   struct pt_pb_field f, g;
   int rc, rc2 = 0;
   const char *name = NULL;
-  pkt->track.process_name = pkt->track.thread_name = "";
+  pkt->track.process_name = pkt->track.thread_name = pkt->track.counter_unit_name = "";
+  pkt->track.counter_unit = 0;
+  pkt->track.counter_incremental = false;
   pkt->track.labels = r->labels;
   while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
     switch (f.num) {
@@ -783,7 +785,19 @@ static int rd_track(struct pt_reader *r, const uint8_t *p, const uint8_t *end,
       if (f.wire == 2)
         name = scratch_str(r, f.p, f.len);
       break;
-    case 8: pkt->track.is_counter = true; break;
+    case 8: /* CounterDescriptor: unit 3, is_incremental 5, unit_name 6 */
+      pkt->track.is_counter = true;
+      for (const uint8_t *q = f.p; f.wire == 2 && (rc2 = pt_pb_next_fast(&q, f.p + f.len, &g)) > 0;) {
+        if (g.num == 3 && g.wire == 0)
+          pkt->track.counter_unit = (int)g.v;
+        else if (g.num == 5 && g.wire == 0)
+          pkt->track.counter_incremental = g.v != 0;
+        else if (g.num == 6 && g.wire == 2)
+          pkt->track.counter_unit_name = scratch_str(r, g.p, g.len);
+      }
+      if (rc2 < 0)
+        return -2;
+      break;
     case 3:
     case 4:
       if (f.wire != 2)

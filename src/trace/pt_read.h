@@ -82,6 +82,11 @@ struct pt_packet {
     bool is_process, is_thread, is_counter;
     int32_t pid, tid; /* process: pid; thread: pid and tid */
     const char *process_name, *thread_name; /* "" when absent */
+    /* CounterDescriptor: unit (1 ns, 2 count, 3 bytes; 0 unset), unit_name
+       ("" when absent), is_incremental */
+    int counter_unit;
+    const char *counter_unit_name;
+    bool counter_incremental;
     const char *const *labels; /* ProcessDescriptor.process_labels */
     size_t n_labels;
   } track;

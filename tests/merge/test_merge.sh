@@ -1,7 +1,7 @@
 #!/bin/sh
 # Tests of per-process output and `xptrace merge` (issue 11 items 1, 2, 4).
 # usage: test_merge.sh MODE XPTRACE WORKLOAD PROTO CHECKER DUMP GEN SANITIZE SCRATCH
-#   MODE: script | runs | shared | bad | memory | finish-memory
+#   MODE: script | runs | shared | bad | memory | finish-memory | processes
 #   WORKLOAD: tests/perfetto's pt_workload; DUMP: pt_read_dump; GEN: gen_trace
 #   SANITIZE: the build's XPTRACE_SANITIZE ("" for none)
 set -u
@@ -225,6 +225,43 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)
     fail "events in the trace $((begins + ends)) + dropped ${dropped:-0} != $((4 * pairs))"
   [ "$begins" -gt "$pairs" ] || fail "most slices lost: $(cat dump.out) $(cat finish.err)"
   rm -rf rec
+  ;;
+processes)
+  # gcc compiling and linking runs five real programs (gcc, cc1, as,
+  # collect2, ld), none making XPTI calls: the run leaves its samples
+  # trace at the top.  After `xptrace merge`, the report of the folder,
+  # of the merged trace and of the samples trace agree, and each process's
+  # samples are those of samples.folded (never counted twice).
+  printf 'int f(int x) { return x * 2; }\nint main(void) { return f(1); }\n' >t.c
+  # 100 Hz: some of the five usually get no sample (each is still listed)
+  "$xptrace" run --sample -o run -- gcc t.c -o t.out >run.out 2>run.err
+  [ $? = 0 ] || fail "run: $(cat run.err)"
+  nproc=$(sed -n 's/.* sampled in \([0-9]*\) processes$/\1/p' run.err)
+  [ "$nproc" = 5 ] || fail "gcc ran $nproc processes, not 5: $(cat run.err)"
+  # the summary lists every one of them (those without a sample too)
+  for name in gcc cc1 as collect2 ld; do
+    grep -q "^  process [0-9]* $name: [0-9]* samples" run.err || fail "summary: no line of $name: $(cat run.err)"
+  done
+  "$xptrace" merge run >merge.out 2>&1 || fail "merge: $(cat merge.out)"
+  grep -q "(5 processes," merge.out || fail "merge: $(cat merge.out)"
+  # truth: samples per pid in the folded file ("[name-pid];[thread];... count";
+  # the program's own process has no "[name-pid];")
+  main=$(sed -n 's/^xptrace sample: gcc (pid \([0-9]*\)).*/\1/p' run.err)
+  sed -n 's/^\[[^]]*-\([0-9]*\)\];\[.* \([0-9]*\)$/\1 \2/p; t; s/^.* \([0-9]*\)$/'"$main"' \1/p' \
+    run/samples.folded | awk '{n[$1] += $2} END {for (p in n) print p, n[p]}' | sort -n >folded.txt
+  for src in run run/trace.perfetto-trace run/samples.perfetto-trace; do
+    "$xptrace" report --top 0 --format csv "$src" >report.csv 2>report.err ||
+      fail "report $src: $(cat report.err)"
+    rows=$(grep -c '^processes,' report.csv)
+    [ "$rows" = 5 ] || fail "report $src: $rows processes, not 5: $(cat report.csv)"
+    for name in gcc cc1 as collect2 ld; do
+      grep -q "^processes,[0-9]*,$name," report.csv || fail "report $src: no process $name"
+      grep -q "^threads,[0-9]*,[0-9]*,$name," report.csv || fail "report $src: no thread of $name"
+    done
+    awk -F, '$1 == "processes" && $6 > 0 {print $2, $6}' report.csv | sort -n >reported.txt
+    cmp -s folded.txt reported.txt ||
+      fail "report $src: samples per pid $(cat reported.txt | tr '\n' ' ') != folded $(cat folded.txt | tr '\n' ' ')"
+  done
   ;;
 *)
   fail "unknown mode"

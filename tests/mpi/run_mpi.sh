@@ -64,8 +64,20 @@ fi
 if grep -q "xpti:" traced.err; then
   echo "FAIL: messages from the layer or the collectors:"; grep "xpti:" traced.err; exit 1
 fi
-# One run folder per rank's xptrace, the rank's own folder inside.
-set -- traced/xptrace-mpi_app-*/rank-*-mpi_app-*
+# Messages: one line per rank, one merge command for the whole job (from
+# the last rank to end), no statistics table and no per-rank merge hint.
+for r in $(seq 0 $((np - 1))); do
+  [ "$(grep -c "^xptrace: rank $r of $np: trace .*/rank-$r-mpi_app-[0-9]*/trace.perfetto-trace, statistics .*/stats.csv\$" traced.err)" = 1 ] ||
+    { echo "FAIL: not one line for rank $r:"; cat traced.err; exit 1; }
+done
+[ "$(grep -c '^xptrace' traced.err)" = $((np + 1)) ] ||
+  { echo "FAIL: not $np + 1 lines from xptrace:"; cat traced.err; exit 1; }
+job=$(sed -n "s/^xptrace: the $np ranks have ended; one trace of the job: xptrace merge //p" traced.err)
+[ -n "$job" ] && [ -d "$job" ] || { echo "FAIL: no merge command for the job:"; cat traced.err; exit 1; }
+"$xptrace" merge "$job" >job.merge 2>&1 && grep -q "($np processes," job.merge ||
+  { echo "FAIL: the job's merge command: $(cat job.merge)"; exit 1; }
+# One run folder for the job (its id names it), the ranks' folders inside.
+set -- traced/xptrace-mpi_app-job*/rank-*-mpi_app-*
 if [ $# -ne $np ]; then
   echo "FAIL: $# rank folders, expected $np"; ls -R traced; exit 1
 fi
@@ -76,7 +88,7 @@ skewarg=""
 # run folders (messages as arrows, ranks aligned).
 python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg || exit 1
 python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg --apply "$apply" || exit 1
-"$xptrace" merge -o merged.perfetto-trace traced/xptrace-mpi_app-* 2>merge.err || {
+"$xptrace" merge -o merged.perfetto-trace traced/xptrace-mpi_app-job*/rank-* 2>merge.err || {
   echo "FAIL: xptrace merge"; cat merge.err; exit 1; }
 python3 "$here/check_mpi.py" "$proto" $app_mode $rounds $np "$@" $skewarg \
   --merged merged.perfetto-trace >merged.check || { cat merged.check; exit 1; }

@@ -110,6 +110,13 @@ if last("page-faults") < 2 * 8 * 256 * 0.5:
     fail("page-faults %d for 16 MiB touched" % last("page-faults"))
 if last("peak-rss") < 8 << 20:
     fail("peak-rss %d below the 8 MiB a thread touched" % last("peak-rss"))
+# each counter's unit, from its track's CounterDescriptor (docs/report.md)
+units = {"thread-cpu-time": "ns", "task-clock": "ns", "rss": "bytes", "peak-rss": "bytes",
+         "thread-page-faults": "count", "page-faults": "count", "context-switches": "count"}
+for name, unit in units.items():
+    for row in by.get(name, []):
+        if row.get("unit") != unit:
+            fail("counter %s: unit %r, not %r" % (name, row.get("unit"), unit))
 if has_pmu and last("cycles") <= 0:
     fail("cycles counted nothing")
 print("check_counters: ok (thread-cpu-time %s, task-clock %d, wall %d)" %

@@ -44,6 +44,11 @@ CASES = {
     # a --periods run: the windows are a section of their own, not trace points
     "windows": (["W"], "windows.txt"),
     "windows_json": (["--format", "json", "W"], "windows_json.json"),
+    # one section, one header: a plain CSV file; an empty one keeps its header
+    "section_csv": (["--section", "counters", "--format", "csv", "A"], "section_csv.csv"),
+    "section_empty": (["--section", "windows", "--format", "csv", "A"], "section_empty.csv"),
+    "section_json": (["--section", "threads,processes", "--format", "json", "A"],
+                     "section_json.json"),
 }
 
 
@@ -106,6 +111,9 @@ def run_case(case):
             rows = list(csv.reader(block.splitlines()))
             if any(len(r) != len(rows[0]) for r in rows):
                 fail("%s: a CSV block has rows of different lengths" % case)
+    if case.startswith("section_") and expected.endswith(".csv"):
+        if out.count("\nsection,") + out.startswith("section,") != 1 or "\n\n" in out:
+            fail("%s: not one header: %r" % (case, out))
     path = os.path.join(SRC, "expected", expected)
     if REGEN:
         with open(path, "w") as f:
@@ -148,7 +156,8 @@ def bad_input():
     one_line(err, "folder without traces")
     for args in (["--format", "xml", "A"], ["--top", "x", "A"], ["--depth", "0", "A"],
                  ["--filter", "(", "A"], ["A", "B"], [], ["--tree", "--diff", "B", "A"],
-                 ["--pid"], ["--nope", "A"], ["--sort", "bogus", "A"]):
+                 ["--pid"], ["--nope", "A"], ["--sort", "bogus", "A"],
+                 ["--section", "counter", "A"], ["--section", "points,", "A"]):
         out, err = report(args, 2)
         if not err.startswith("xptrace: ") or "usage: xptrace report" not in err:
             fail("usage error %s: %r" % (args, err))

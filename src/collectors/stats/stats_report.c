@@ -389,6 +389,28 @@ static void stats_print_table(FILE *out, const stats_table_t *rep, const stats_t
     fprintf(out, "xptrace stats: every row in %s/stats.csv and stats.json\n", dir);
 }
 
+/* An MPI rank: one line, not the table, so that a job prints a line per
+ * rank (none under xptrace run, whose line names the files); NULL when
+ * not a rank. */
+static const char *stats_mpi_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v)
+      return v;
+  }
+  return NULL;
+}
+
+static void stats_print_rank(FILE *out, const char *rank, const stats_totals_t *s,
+                             const char *dir) {
+  char b[24];
+  fprintf(out, "xptrace stats: %s rank %s: %llu begin/end pairs, %s; %s%s\n",
+          xpt_program_name(), rank, (unsigned long long)s->spans,
+          stats_fmt_ns(s->total, b, sizeof b), dir ? "every row in " : "no statistics file",
+          dir ? dir : "");
+}
+
 /* Through the standard error the program had at start (never fd 2 as
  * it is now: a trace file may have taken it); nothing if there was none. */
 static void stats_print_to_stderr(const stats_table_t *rep, const stats_totals_t *s,
@@ -400,7 +422,23 @@ static void stats_print_to_stderr(const stats_table_t *rep, const stats_totals_t
   FILE *out = open_memstream(&text, &len);
   if (!out)
     return;
-  stats_print_table(out, rep, s, dir);
+  static const char *rank; /* read once */
+  static bool rank_read, under_xptrace;
+  if (!rank_read) {
+    rank = stats_mpi_rank();
+    under_xptrace = getenv("XPTRACE_SESSION") != NULL;
+    rank_read = true;
+  }
+  if (rank && under_xptrace) {
+    /* xptrace names the rank's files in its own line */
+  } else if (rank) {
+    char csv[4096];
+    if (dir)
+      snprintf(csv, sizeof csv, "%s/stats.csv", dir);
+    stats_print_rank(out, rank, s, dir ? csv : NULL);
+  } else {
+    stats_print_table(out, rep, s, dir);
+  }
   if (fclose(out) == 0)
     xpt_msg_write(text, len);
   free(text);

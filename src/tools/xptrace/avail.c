@@ -19,15 +19,83 @@
 #include "xptrace_cmds.h"
 
 static const char usage_avail[] =
-    "usage: xptrace avail\n"
+    "usage: xptrace avail [--markdown]\n"
     "List the collectors (and whether their library is found), the environment\n"
-    "variables with their defaults, and the trace point and event types.\n";
+    "variables with their defaults, and the trace point and event types.\n"
+    "  --markdown  the environment table only, as Markdown (docs/xptrace.md's is this)\n";
+
+/* The one list of the variables and their defaults: `avail` prints it,
+ * and docs/xptrace.md's table is its --markdown output (tests/xptrace
+ * test_docs.sh diffs them), so the two cannot disagree. */
+static const char *const env[][2] = {
+    {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run: 1)"},
+    {"XPTI_FRAMEWORK_DISPATCHER", "unset: tracing off (run: <lib>/libxptifw.so)"},
+    {"XPTI_SUBSCRIBERS", "unset: none (run: the collectors' libraries, comma list)"},
+    {"XPTI_TEXT_OUTPUT", "stderr (run -c text: <output>/text.log)"},
+    {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run: -o or ./xptrace-<command>-<pid>)"},
+    {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
+    {"XPTRACE_BUFFER_SIZE", "64M (below 64K or not a size: one message, then 64M)"},
+    {"XPTRACE_MAX_SIZE", "none"},
+    {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
+    {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector)"},
+    {"XPTRACE_STREAMS", "unset: every stream (naming none, e.g. ',': one message, then every "
+                        "stream)"},
+    {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
+    {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},
+    {"XPTRACE_PROGRESS_AFTER", "1: finish, merge, report show a progress line on a terminal "
+                               "after 1 s (0: at once)"},
+    {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
+    {"ZE_ENABLE_TRACING_LAYER", "unset (run --level-zero: 1, with <lib>/level_zero first in "
+                                "LD_LIBRARY_PATH)"},
+    {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
+    {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
+    {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
+    {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
+    {"XPTRACE_SAMPLE_DEPTH", "256 (frames, 1-512; sample --depth)"},
+    {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
+    {"XPTRACE_SAMPLE_BUFFER_SIZE", "256M (timer method: a process's recording, reserved as used)"},
+    {"XPTRACE_FUNCTIONS", "unset: off (run --functions [REGEX]: all, or the matching names)"},
+    {"XPTRACE_FUNCTIONS_EXCLUDE", "unset (run --exclude REGEX)"},
+    {"XPTRACE_FUNCTIONS_DEPTH", "unlimited (run --depth N)"},
+    {"XPTRACE_FUNCTIONS_MIN_DURATION", "0 (run --min-duration D: 10us, 1ms)"},
+    {"XPTRACE_CAUSAL_LINE", "unset: lines sampled (causal --line FILE:N)"},
+    {"XPTRACE_CAUSAL_SPEEDUP", "unset: 0-100 in steps of 5 (causal --speedup)"},
+    {"XPTRACE_CAUSAL_SOURCE_SCOPE", "sources not under /usr/ (causal --source-scope)"},
+    {"XPTRACE_CAUSAL_BINARY_SCOPE", "the executable (causal --binary-scope)"},
+    {"XPTRACE_CAUSAL_WINDOW_MS", "500 (causal --window)"},
+    {"XPTRACE_CAUSAL_EXPERIMENTS", "unlimited (causal --experiments)"},
+    {"XPTRACE_CAUSAL_DURATION", "unlimited (causal --duration)"},
+    {"XPTRACE_CAUSAL_PERIOD_US", "1000 (causal --period)"},
+    {"XPTRACE_CAUSAL_PROGRESS", "unset (causal --progress STREAM:TYPE[:NAME])"},
+    {"XPTRACE_CAUSAL_CPU_ONLY", "unset: delays by runnable time (1: by CPU period, as Coz)"},
+};
+
+/* A Markdown cell: '|', '<' (an HTML tag) and '*' escaped. */
+static void md_cell(const char *s) {
+  for (; *s; s++) {
+    if (*s == '|' || *s == '<' || *s == '*')
+      putchar('\\');
+    putchar(*s);
+  }
+}
+
+static void env_markdown(void) {
+  printf("| variable | default |\n| --- | --- |\n");
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i) {
+    printf("| `%s` | ", env[i][0]);
+    md_cell(env[i][1]);
+    printf(" |\n");
+  }
+}
 
 
 /* ---- avail --------------------------------------------------------------- */
 
 int cmd_avail(int argc, char **argv) {
-  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                           {"markdown", no_argument, NULL, 'm'},
+                                           {NULL, 0, NULL, 0}};
+  bool markdown = false;
   opterr = 0;
   optind = 1;
   int opt;
@@ -35,6 +103,10 @@ int cmd_avail(int argc, char **argv) {
     if (opt == 'h') {
       fputs(usage_avail, stdout);
       return 0;
+    }
+    if (opt == 'm') {
+      markdown = true;
+      continue;
     }
     {
       const char *names[64];
@@ -44,6 +116,10 @@ int cmd_avail(int argc, char **argv) {
   }
   if (optind < argc)
     return usage_error(usage_avail, "unexpected argument '%s'", argv[optind]);
+  if (markdown) {
+    env_markdown();
+    return 0;
+  }
 
   printf("Collectors (libraries in %s):\n", lib_dir);
   for (int i = 0; i < NCOLLECTORS; ++i)
@@ -53,45 +129,6 @@ int cmd_avail(int argc, char **argv) {
   printf("  sampler   libxptrace_sampler.so (xptrace sample, run --sample) [%s]\n",
          lib_exists("libxptrace_sampler.so") ? "found" : "not found");
 
-  static const char *const env[][2] = {
-      {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run: 1)"},
-      {"XPTI_FRAMEWORK_DISPATCHER", "unset: tracing off (run: <lib>/libxptifw.so)"},
-      {"XPTI_SUBSCRIBERS", "unset: none (run: the collectors' libraries, comma list)"},
-      {"XPTI_TEXT_OUTPUT", "stderr (run -c text: <output>/text.log)"},
-      {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run: -o or ./xptrace-<command>-<pid>)"},
-      {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
-      {"XPTRACE_BUFFER_SIZE", "64M"},
-      {"XPTRACE_MAX_SIZE", "none"},
-      {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
-      {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector)"},
-      {"XPTRACE_STREAMS", "unset: every stream"},
-      {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},
-      {"XPTRACE_ANNOTATE", "minimal: trace point properties on its first slice (or all)"},
-      {"OPENCL_LAYERS", "unset (run --opencl: appends <lib>/libxptrace_opencl.so)"},
-      {"ZE_ENABLE_TRACING_LAYER", "unset (run --level-zero: 1, with <lib>/level_zero first in "
-                                  "LD_LIBRARY_PATH)"},
-      {"XPTRACE_SAMPLE_FREQ", "100 (Hz, both sampling clocks; sample -f)"},
-      {"XPTRACE_SAMPLE_CLOCK", "cputime (or realtime, both; sample --clock)"},
-      {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
-      {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
-      {"XPTRACE_SAMPLE_DEPTH", "256 (frames, 1-512; sample --depth)"},
-      {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
-      {"XPTRACE_SAMPLE_BUFFER_SIZE", "256M (timer method: a process's recording, reserved as used)"},
-      {"XPTRACE_FUNCTIONS", "unset: off (run --functions [REGEX]: all, or the matching names)"},
-      {"XPTRACE_FUNCTIONS_EXCLUDE", "unset (run --exclude REGEX)"},
-      {"XPTRACE_FUNCTIONS_DEPTH", "unlimited (run --depth N)"},
-      {"XPTRACE_FUNCTIONS_MIN_DURATION", "0 (run --min-duration D: 10us, 1ms)"},
-      {"XPTRACE_CAUSAL_LINE", "unset: lines sampled (causal --line FILE:N)"},
-      {"XPTRACE_CAUSAL_SPEEDUP", "unset: 0-100 in steps of 5 (causal --speedup)"},
-      {"XPTRACE_CAUSAL_SOURCE_SCOPE", "sources not under /usr/ (causal --source-scope)"},
-      {"XPTRACE_CAUSAL_BINARY_SCOPE", "the executable (causal --binary-scope)"},
-      {"XPTRACE_CAUSAL_WINDOW_MS", "500 (causal --window)"},
-      {"XPTRACE_CAUSAL_EXPERIMENTS", "unlimited (causal --experiments)"},
-      {"XPTRACE_CAUSAL_DURATION", "unlimited (causal --duration)"},
-      {"XPTRACE_CAUSAL_PERIOD_US", "1000 (causal --period)"},
-      {"XPTRACE_CAUSAL_PROGRESS", "unset (causal --progress STREAM:TYPE[:NAME])"},
-      {"XPTRACE_CAUSAL_CPU_ONLY", "unset: delays by runnable time (1: by CPU period, as Coz)"},
-  };
   printf("\nEnvironment (default):\n");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)
     printf("  %-28s %s\n", env[i][0], env[i][1]);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "progress.h"
 #include "xpt_finish.h"
 #include "xptrace_cmds.h"
 #ifdef XPTRACE_HAVE_PERF
@@ -19,13 +20,14 @@ struct finish_ctx {
 
 static void finish_print(const struct xpt_finish_result *res, void *ctx) {
   struct finish_ctx *c = ctx;
+  progress_clear();
   if (res->busy) {
     fprintf(stderr,
             "xptrace: %s [%d] is still running; when it ends: xptrace finish %s\n",
             res->program[0] ? res->program : "a process", res->pid, res->trace);
     return;
   }
-  ++c->traces;
+  progress_set((uint64_t)++c->traces);
   if (c->print_traces)
     fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", res->trace);
   if (res->dropped)
@@ -40,7 +42,11 @@ static void finish_print(const struct xpt_finish_result *res, void *ctx) {
 
 int xptrace_finish_dir_print(const char *dir, int *traces, bool print_traces) {
   struct finish_ctx c = {0, print_traces};
+  char what[4200];
+  snprintf(what, sizeof what, "xptrace: finishing the recordings in %s", dir);
+  progress_begin(what, 0);
   int rc = xpt_finish_tree(dir, "xptrace:", finish_print, &c) < 0 ? 1 : 0;
+  progress_end();
   *traces = c.traces;
   return rc;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "pt_merge.h"
 #include "xpt_clock_correct.h"
 #include "xpt_files.h"
@@ -117,15 +118,22 @@ static int cmp_input(const void *a, const void *b) {
   return la != lb ? (la < lb ? -1 : 1) : strcmp(x->path, y->path);
 }
 
-/* A folder's traces: its top-level ones are merged outputs when its
- * subfolders hold traces (the processes are there). */
+/* A folder's traces: its top-level trace* and merged* are merged outputs
+ * when any other trace is there (in its subfolders: the processes; at its
+ * top: a run's samples and counters, merged with nothing below). */
 static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
   size_t first = in->n;
   bool deeper = false;
   int rc = walk(in, dir, 0, arg, &deeper);
   if (rc)
     return rc;
-  if (deeper) {
+  bool others = deeper; /* traces merged outputs were made of */
+  for (size_t i = first; i < in->n && !others; i++) {
+    const char *base = strrchr(in->v[i].path, '/');
+    base = base ? base + 1 : in->v[i].path;
+    others = strncmp(base, "trace", 5) && strncmp(base, "merged", 6);
+  }
+  if (others) {
     size_t k = first;
     for (size_t i = first; i < in->n; i++) {
       const char *base = strrchr(in->v[i].path, '/');
@@ -138,7 +146,7 @@ static int add_dir(struct inputs *in, const char *dir, unsigned arg) {
       } else {
         /* another trace at the top (the run's samples trace) describes
          * the processes of the subfolders: it joins them */
-        in->v[i].joins = strcmp(in->v[i].group, dir) == 0;
+        in->v[i].joins = deeper && strcmp(in->v[i].group, dir) == 0;
         in->v[k++] = in->v[i];
       }
     }
@@ -157,6 +165,7 @@ static void inputs_free(struct inputs *in) {
 
 static void merge_warn(void *ctx, const char *line) {
   (void)ctx;
+  progress_clear();
   fprintf(stderr, "xptrace: merge: %s\n", line);
 }
 
@@ -169,8 +178,21 @@ struct clock_map {
 
 static uint64_t clock_apply(const void *ctx, uint64_t ns) { return xpt_clock_correct(ctx, ns); }
 
+struct merge_ctx {
+  struct clock_map *maps;
+  const struct inputs *in;
+  const uint64_t *sizes; /* of in->v[i], for the progress line */
+};
+
 static void merge_time_map(void *ctx, const char *group, pt_time_fn *fn, const void **fn_ctx) {
-  struct clock_map **maps = ctx;
+  struct merge_ctx *mc = ctx;
+  struct clock_map **maps = &mc->maps;
+  if (mc->sizes) { /* a group starts: the inputs before it are merged */
+    uint64_t done = 0;
+    for (size_t i = 0; i < mc->in->n && strcmp(mc->in->v[i].group, group); i++)
+      done += mc->sizes[i];
+    progress_set(done);
+  }
   *fn = NULL;
   DIR *d = opendir(group);
   if (!d)
@@ -222,13 +244,24 @@ static int merge_to(struct inputs *in, const char *out, char *path, size_t len,
       close(dfd);
     return 1;
   }
-  struct clock_map *maps = NULL;
-  struct pt_merge_opts o = {.warn = merge_warn, .time_map = merge_time_map, .ctx = &maps};
+  uint64_t *sizes = calloc(in->n ? in->n : 1, sizeof *sizes), total = 0;
+  for (size_t i = 0; sizes && i < in->n; i++) {
+    struct stat st_in;
+    sizes[i] = stat(in->v[i].path, &st_in) == 0 ? (uint64_t)st_in.st_size : 0;
+    total += sizes[i];
+  }
+  struct merge_ctx mc = {NULL, in, sizes};
+  struct pt_merge_opts o = {.warn = merge_warn, .time_map = merge_time_map, .ctx = &mc};
+  char what[128];
+  snprintf(what, sizeof what, "xptrace merge: %zu trace(s)", in->n);
+  progress_begin(what, sizes ? total : 0);
   int rc = pt_merge(in->v, in->n, fd, &o, st);
-  while (maps) {
-    struct clock_map *next = maps->next;
-    free(maps);
-    maps = next;
+  progress_end();
+  free(sizes);
+  while (mc.maps) {
+    struct clock_map *next = mc.maps->next;
+    free(mc.maps);
+    mc.maps = next;
   }
   if (rc >= 0 && fsync(fd) != 0 && errno != EINVAL) {
     fprintf(stderr, "xptrace: merge: cannot write %s/%s: %s\n", dir, tmp, strerror(errno));

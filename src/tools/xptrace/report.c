@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "report_export.h"
 #include "report_load.h"
 #include "report_table.h"
@@ -32,12 +33,52 @@ static const char usage_report[] =
     "  --depth N        --tree: N levels (default all)\n"
     "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
     "                   ratio = b / a\n"
+    "  --section LIST   only these sections (ids, comma-separated: functions, points, devices,\n"
+    "                   counters, processes, threads, windows, tree, calltree, callers, callees);\n"
+    "                   one with --format csv: one header, a plain CSV file\n"
     "  --format text|csv|json|pprof|svg  (default text); pprof: a gzipped profile.proto\n"
     "                   of the samples, else of the function calls (go tool pprof reads it);\n"
     "                   svg: their flame graph (a browser shows it: click zooms)\n"
     "  --freq HZ        pprof: the run's sampling rate, for CPU time (default 100)\n"
     "  -o, --output FILE  write there (created, never overwritten) instead of stdout\n"
     "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
+
+/* Section ids of every mode (report_tables.c, report_tree.c, report_calls.c). */
+#define SECTION_LIST                                                                         \
+  "functions, points, devices, counters, processes, threads, windows, tree, calltree, "     \
+  "callers, callees"
+static const char *const section_ids[] = {"functions", "points",   "devices", "counters",
+                                          "processes", "threads",  "windows", "tree",
+                                          "calltree",  "callers",  "callees", NULL};
+
+/* In a comma-separated list: the first name that is no section (NULL: none). */
+static const char *section_unknown(const char *list) {
+  static char word[64];
+  for (const char *p = list;; p++) {
+    size_t n = strcspn(p, ",");
+    bool known = false;
+    for (size_t k = 0; section_ids[k] && !known; k++)
+      known = n && strlen(section_ids[k]) == n && !strncmp(section_ids[k], p, n);
+    if (!known) {
+      snprintf(word, sizeof word, "%.*s", (int)(n < 63 ? n : 63), p);
+      return word;
+    }
+    p += n;
+    if (!*p)
+      return NULL;
+  }
+}
+
+static bool section_in(const char *list, const char *id) {
+  size_t k = strlen(id);
+  for (const char *p = list; *p; p += *p == ',') {
+    size_t n = strcspn(p, ",");
+    if (n == k && !strncmp(p, id, n))
+      return true;
+    p += n;
+  }
+  return false;
+}
 
 static int parse_count(const char *s, long min, long *out) {
   char *end;
@@ -50,8 +91,13 @@ static int parse_count(const char *s, long min, long *out) {
 }
 
 static int load(struct rp_model *m, const char *path, const struct rp_select *sel) {
+  char what[4200];
+  snprintf(what, sizeof what, "xptrace report: reading %s", path);
+  progress_begin(what, 0);
   int rc = rp_load(m, path);
-  if (!rp_model_finish(m, sel)) {
+  bool ok = rp_model_finish(m, sel);
+  progress_end();
+  if (!ok) {
     fprintf(stderr, "xptrace: report: out of memory reading %s\n", path);
     rc = -1;
   }
@@ -103,9 +149,10 @@ int cmd_report(int argc, char **argv) {
       {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
       {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
       {"output", required_argument, NULL, 'o'}, {"graph", required_argument, NULL, 'G'}, {"freq", required_argument, NULL, 'Q'},
+      {"section", required_argument, NULL, 'S'},
       {NULL, 0, NULL, 0}};
   struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
-  const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL;
+  const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL, *sections = NULL;
   double hz = 100; /* xptrace sample's default rate */
   long v;
   int c;
@@ -141,6 +188,17 @@ int cmd_report(int argc, char **argv) {
     case 'F':
       filter = optarg;
       break;
+    case 'S': {
+      const char *bad = section_unknown(optarg);
+      if (bad) {
+        const char *near = nearest_name(section_ids, bad);
+        return usage_error(usage_report, "unknown --section '%s'%s%s%s (known: %s)", bad,
+                           near ? " (did you mean " : "", near ? near : "", near ? "?)" : "",
+                           SECTION_LIST);
+      }
+      sections = optarg;
+      break;
+    }
     case 'p':
     case 't':
       if (parse_count(optarg, 0, &v))
@@ -300,6 +358,17 @@ int cmd_report(int argc, char **argv) {
     n = 1;
   } else
     n = rp_tables_build(&a, &o.sel, tables);
+  if (sections) { /* only those, in the report's order; an empty one keeps its header */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (section_in(sections, tables[i].id))
+        tables[k++] = tables[i];
+      else
+        rp_table_free(&tables[i]);
+    }
+    n = k;
+    o.headers = true;
+  }
   for (size_t i = 0; i < n; i++) {
     rp_table_sort(&tables[i], &o);
     if (tables[i].oom && status == 0) {

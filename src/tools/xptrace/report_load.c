@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "progress.h"
 #include "pt_read.h"
 #include "report_load.h"
 
@@ -47,12 +48,28 @@ static void load_sample(struct rp_model *m, struct pt_reader *r, const struct pt
   rp_sample(m, p->sample.pid, p->sample.tid, p->ts, root_first, locs, n);
 }
 
+/* A counter's unit as the table prints it: unit_name, else the enum's. */
+static const char *counter_unit(const struct pt_packet *p) {
+  static const char *const units[] = {"", "ns", "count", "bytes"};
+  if (!p->track.is_counter)
+    return "";
+  if (p->track.counter_unit_name[0])
+    return p->track.counter_unit_name;
+  return p->track.counter_unit > 0 && p->track.counter_unit < 4 ? units[p->track.counter_unit]
+                                                                   : "";
+}
+
 /* Every packet of r into the model; closes r.  `path` names it in
  * messages (NULL: none printed). */
+static uint64_t bytes_before; /* of the traces read before: the progress line */
+
 static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path) {
   struct pt_packet p;
   int rc;
+  unsigned tick = 0;
   while ((rc = pt_reader_next(r, &p)) > 0) {
+    if ((++tick & 4095) == 0)
+      progress_set(bytes_before + p.offset);
     switch (p.kind) {
     case PT_PKT_TRACK:
       if (p.track.is_thread)
@@ -63,7 +80,7 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
                          p.track.process_name[0] ? p.track.process_name : p.track.name);
       else
         rp_track_other(m, p.track.uuid, p.track.parent_uuid, p.track.name, p.track.is_counter,
-                       false);
+                       p.track.counter_incremental, counter_unit(&p));
       break;
     case PT_PKT_EVENT:
       if (!p.event.track || !p.has_ts)
@@ -85,8 +102,10 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
       break;
     }
   }
-  if (rc < 0 && path)
+  if (rc < 0 && path) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", path, pt_reader_error(r));
+  }
   pt_reader_close(r);
   return rc < 0 ? -1 : 0;
 }
@@ -95,15 +114,35 @@ int rp_load_trace(struct rp_model *m, const char *path) {
   char err[256];
   struct pt_reader *r = pt_reader_open(path, 0, err, sizeof err);
   if (!r) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s\n", err);
     return -1;
   }
-  return load_reader(m, r, path);
+  struct stat st;
+  uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  progress_add_total(size);
+  int rc = load_reader(m, r, path);
+  bytes_before += size;
+  progress_set(bytes_before);
+  return rc;
 }
 
 int rp_load_mem(struct rp_model *m, const void *data, size_t len) {
   struct pt_reader *r = pt_reader_open_mem(data, len, 0);
   return r ? load_reader(m, r, NULL) : -1;
+}
+
+static bool is_merged_name(const char *name) {
+  return !strncmp(name, "trace", 5) || !strncmp(name, "merged", 6);
+}
+
+/* A trace at a folder's top that no merge wrote (samples, counters). */
+static bool top_unmerged(const char *dir, const char *name) {
+  char path[4096];
+  struct stat st;
+  return name[0] != '.' && ends_with(name, ".perfetto-trace") && !is_merged_name(name) &&
+         (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
+         lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* Every trace under dir, in name order: the subfolders' (depth first),
@@ -114,15 +153,22 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
   struct dirent **list;
   int n = scandir(dir, &list, NULL, alphasort);
   if (n < 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", dir, strerror(errno));
     return -1;
   }
   int rc = 0;
-  size_t below = 0; /* traces found in the subfolders */
+  /* traces found in the subfolders, and at the top other than merged ones
+   * (trace*, merged*): merge took them all in, so those are left out */
+  size_t below = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n; i++) {
-      if (pass == 1 && i == 0)
+      if (pass == 1 && i == 0) {
         below = *files;
+        for (int j = 0; j < n && !top_too; j++)
+          if (top_unmerged(dir, list[j]->d_name))
+            below++;
+      }
       const char *name = list[i]->d_name;
       char path[4096];
       struct stat st;
@@ -134,12 +180,13 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
         if (load_dir(m, path, depth + 1, true, files) < 0)
           rc = -1;
       } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".perfetto-trace")) {
-        if (!top_too && below && (!strncmp(name, "trace", 5) || !strncmp(name, "merged", 6)))
-          continue; /* a merged trace of the processes below (a samples trace is read) */
+        if (!top_too && below && is_merged_name(name))
+          continue; /* a merged trace of the others (a samples trace is read) */
         ++*files;
         if (rp_load_trace(m, path) < 0)
           rc = -1;
       } else if (pass == 1 && S_ISREG(st.st_mode) && ends_with(name, ".xprec")) {
+        progress_clear();
         fprintf(stderr,
                 "xptrace: report: %s is a recording not finished yet: xptrace finish %s\n", path,
                 dir);
@@ -154,6 +201,7 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
 int rp_load(struct rp_model *m, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: %s: %s\n", path, strerror(errno));
     return -1;
   }
@@ -164,6 +212,7 @@ int rp_load(struct rp_model *m, const char *path) {
    * ones when its subfolders hold traces (the processes are there). */
   int rc = load_dir(m, path, 0, false, &files);
   if (files == 0) {
+    progress_clear();
     fprintf(stderr, "xptrace: report: no .perfetto-trace file in %s\n", path);
     return -1;
   }

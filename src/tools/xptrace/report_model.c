@@ -209,7 +209,7 @@ void rp_track_thread(struct rp_model *m, uint64_t uuid, uint64_t parent, int32_t
 }
 
 void rp_track_other(struct rp_model *m, uint64_t uuid, uint64_t parent, const char *name,
-                    bool counter, bool incremental) {
+                    bool counter, bool incremental, const char *unit) {
   struct rp_track *t = track_add(m, uuid);
   if (!t)
     return;
@@ -217,6 +217,7 @@ void rp_track_other(struct rp_model *m, uint64_t uuid, uint64_t parent, const ch
   t->parent = parent;
   t->name = rp_str(&m->s, name);
   t->counter_incremental = incremental;
+  t->unit = unit && *unit ? rp_str(&m->s, unit) : 0;
 }
 
 static void ev_add(struct rp_model *m, uint64_t uuid, uint64_t ts, uint8_t type, uint32_t name,
@@ -488,7 +489,7 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
   if (!t || !selected_track(t, sel))
     return;
   if (t->kind == RP_TRACK_COUNTER) {
-    struct rp_counter c = {.name = t->name, .pid = t->pid, .tid = t->tid};
+    struct rp_counter c = {.name = t->name, .unit = t->unit, .pid = t->pid, .tid = t->tid};
     double acc = 0;
     for (size_t i = 0; i < n; i++) {
       if (ev[i].type != RP_COUNTER)

@@ -34,6 +34,7 @@ struct rp_track {
   uint32_t name;
   uint8_t kind;
   bool counter_incremental; /* values are deltas to add up */
+  uint32_t unit;            /* a counter's unit ("ns", "bytes", "count"; 0: not said) */
 };
 
 enum rp_ev_type { RP_BEGIN = 1, RP_END = 2, RP_INSTANT = 3, RP_COUNTER = 4 };
@@ -87,7 +88,7 @@ struct rp_func {
   uint64_t self, incl;
 };
 struct rp_counter { /* one counter track */
-  uint32_t name;
+  uint32_t name, unit;
   int32_t pid, tid;
   size_t n;
   double first, last, min, max;
@@ -165,7 +166,7 @@ void rp_track_thread(struct rp_model *m, uint64_t uuid, uint64_t parent, int32_t
                      const char *name);
 /* Any other track: a device lane, the graph, a counter (counter: true). */
 void rp_track_other(struct rp_model *m, uint64_t uuid, uint64_t parent, const char *name,
-                    bool counter, bool incremental);
+                    bool counter, bool incremental, const char *unit);
 /* A TrackEvent on a track: RP_BEGIN/END/INSTANT (name, cat may be NULL). */
 void rp_event(struct rp_model *m, uint64_t uuid, uint64_t ts, enum rp_ev_type type,
               const char *name, const char *cat);

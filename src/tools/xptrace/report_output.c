@@ -233,8 +233,8 @@ static void csv_field(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-static void print_csv_table(FILE *out, const struct rp_table *t, bool *first) {
-  if (t->nrows == 0)
+static void print_csv_table(FILE *out, const struct rp_table *t, bool *first, bool headers) {
+  if (t->nrows == 0 && !headers)
     return;
   if (!*first)
     fputc('\n', out);
@@ -312,7 +312,7 @@ void rp_print(FILE *out, struct rp_table *tables, size_t n, const struct rp_opti
     break;
   case RP_FMT_CSV:
     for (size_t i = 0; i < n; i++)
-      print_csv_table(out, &tables[i], &first);
+      print_csv_table(out, &tables[i], &first, opts->headers);
     break;
   case RP_FMT_JSON:
     fputs("{\"source\": ", out);

@@ -51,6 +51,7 @@ struct rp_options {
   const char *sort; /* a column name, NULL = each table's default */
   bool tree;
   size_t depth;     /* --tree depth, 0 = all */
+  bool headers;     /* CSV: a section with no row keeps its header (--section) */
   struct rp_select sel;
 };
 

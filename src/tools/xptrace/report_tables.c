@@ -232,6 +232,7 @@ static void counters_table(const struct rp_model *m, const struct rp_select *sel
                            struct rp_table *t) {
   rp_table_init(t, "counters", "Counters");
   rp_table_col(t, "counter", RP_K_STR);
+  rp_table_col(t, "unit", RP_K_STR); /* of first ... max: the track's */
   rp_table_col(t, "pid", RP_K_INT);
   rp_table_col(t, "tid", RP_K_INT);
   rp_table_col(t, "values", RP_K_INT);
@@ -249,16 +250,17 @@ static void counters_table(const struct rp_model *m, const struct rp_select *sel
     if (!c)
       return;
     set_s(&c[0], S(m, k->name));
+    set_s(&c[1], S(m, k->unit));
     if (k->pid >= 0)
-      set(&c[1], k->pid);
+      set(&c[2], k->pid);
     if (k->tid >= 0)
-      set(&c[2], k->tid);
-    set(&c[3], (double)k->n);
-    set(&c[4], k->first);
-    set(&c[5], k->last);
-    set(&c[6], k->last - k->first);
-    set(&c[7], k->min);
-    set(&c[8], k->max);
+      set(&c[3], k->tid);
+    set(&c[4], (double)k->n);
+    set(&c[5], k->first);
+    set(&c[6], k->last);
+    set(&c[7], k->last - k->first);
+    set(&c[8], k->min);
+    set(&c[9], k->max);
   }
 }
 
@@ -474,7 +476,7 @@ size_t rp_tables_diff(const struct rp_model *a, const struct rp_model *b,
       {"functions", "Top functions (samples), a -> b", 1, 2, {"self", "inclusive"}},
       {"points", "Trace points, a -> b", 2, 3, {"total", "count", "mean"}},
       {"devices", "Device time per command, a -> b", 2, 3, {"total", "count", "mean"}},
-      {"counters", "Counters (delta over the run), a -> b", 1, 1, {"delta"}},
+      {"counters", "Counters (delta over the run), a -> b", 2, 1, {"delta"}},
   };
   struct rp_table ta[RP_TABLES_MAX], tb[RP_TABLES_MAX];
   size_t na = rp_tables_build(a, sel, ta);

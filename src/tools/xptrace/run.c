@@ -187,17 +187,6 @@ static int run_collectors(const char *list, char *subscribers, size_t len, bool 
   return 0;
 }
 
-/* The MPI rank of this `xptrace run` (mpirun ... xptrace run): NULL if none. */
-static const char *run_mpi_rank(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v)
-      return v;
-  }
-  return NULL;
-}
-
 /* --functions with the trace collector alone (its default): the
  * per-function table, from the slices counted while the traces were
  * written; read back from the trace (as `xptrace report` does) only when
@@ -241,10 +230,11 @@ static bool run_recorded(char *const *leaves, size_t n) {
 static void print_outputs(const char *dir, const bool chosen[], const char *format,
                           const char *token, const char *samples, bool fn_table, bool hint,
                           const char *counters, bool sampled) {
-  fprintf(stderr, "xptrace: output in %s\n", dir);
+  const char *rank = run_mpi_rank();
+  if (!rank) /* a rank says one line (run_mpi.c) */
+    fprintf(stderr, "xptrace: output in %s\n", dir);
   char **leaves = NULL;
   size_t n = xptrace_session_dirs(dir, token, &leaves);
-  const char *rank = run_mpi_rank();
   bool merge = !rank && !(format && strcmp(format, "json") == 0);
   char path[PATH_MAX + 64];
   /* A program that never calls XPTI (most do not) leaves nothing to
@@ -267,12 +257,12 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
     if (fn_table)
       xpt_slices_collect(&slices);
     if (n == 0) {
-      xptrace_finish_dir_print(dir, &traces, !merge);
+      xptrace_finish_dir_print(dir, &traces, !merge && !rank);
     } else {
       /* only this run's: a shared -o holds other runs' processes */
       for (size_t i = 0; i < n; i++) {
         int k = 0;
-        xptrace_finish_dir_print(leaves[i], &k, !merge);
+        xptrace_finish_dir_print(leaves[i], &k, !merge && !rank);
         traces += k;
       }
     }
@@ -286,20 +276,31 @@ static void print_outputs(const char *dir, const bool chosen[], const char *form
       fprintf(stderr, "xptrace: trace %s (open in https://ui.perfetto.dev)\n", merged);
       if (fn_table)
         print_function_table(merged, &slices, traces);
-    } else if (!recorded) {
-      /* said above */
+    } else if (!recorded || rank) {
+      /* said above; a rank's line below */
     } else if (traces == 0) {
       fprintf(stderr, "xptrace: no trace written (no recording in %s)\n", dir);
     } else if (merge) {
       fprintf(stderr, "xptrace: the traces are in the process folders of %s\n", dir);
     }
-    if (rank)
-      fprintf(stderr, "xptrace: rank %s; once every rank has ended: xptrace merge %s\n", rank, dir);
     xpt_slices_free(&slices);
   }
   if (counters[0])
     fprintf(stderr, "xptrace: counters %s (xptrace report --top 0 %s)\n", counters, dir);
-  if (chosen[1]) {
+  if (rank) { /* one line: its process's trace and statistics */
+    char trace[PATH_MAX + 64] = "", stats[PATH_MAX + 64] = "";
+    for (size_t i = 0; i < n; i++) {
+      snprintf(path, sizeof path, "%s/trace.%s", leaves[i],
+               format && !strcmp(format, "json") ? "json" : "perfetto-trace");
+      if (!trace[0] && chosen[0] && access(path, R_OK) == 0)
+        snprintf(trace, sizeof trace, "%s", path);
+      snprintf(path, sizeof path, "%s/stats.csv", leaves[i]);
+      if (!stats[0] && chosen[1] && access(path, R_OK) == 0)
+        snprintf(stats, sizeof stats, "%s", path);
+    }
+    run_mpi_rank_done(dir, rank, trace[0] ? trace : NULL, stats[0] ? stats : NULL,
+                      chosen[0] && !(format && !strcmp(format, "json")));
+  } else if (chosen[1]) {
     int found = 0;
     for (size_t i = 0; i < n; i++) {
       snprintf(path, sizeof path, "%s/stats.csv", leaves[i]);
@@ -544,7 +545,9 @@ int cmd_run(int argc, char **argv) {
   if ((rc = command_check(command[0])) != 0)
     return rc;
 
-  char dir[PATH_MAX];
+  char dir[PATH_MAX], job_dir[PATH_MAX];
+  if (!o.output && run_mpi_job_dir(command[0], job_dir, sizeof job_dir))
+    o.output = job_dir; /* the job's ranks share it */
   rc = output_dir_prepare(usage_run, o.output, command[0], dir, sizeof dir);
   if (rc)
     return rc;

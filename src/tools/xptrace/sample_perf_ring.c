@@ -139,8 +139,14 @@ void reader_add(reader_t *r, pid_t pid) {
 
 void reader_poll(reader_t *r) {
   pthread_mutex_lock(&r->lock);
-  for (size_t i = 0; r->per_cpu && i < r->nrings; ++i)
-    ring_forks(r, &r->rings[i]);
+  /* Until no process is added: a grandchild's FORK may sit on a ring
+   * looked at before the one holding its parent's (gcc's collect2 and
+   * the ld it starts: ld was lost, samples and all). */
+  for (size_t before = SIZE_MAX; r->per_cpu && before != r->ntree;) {
+    before = r->ntree;
+    for (size_t i = 0; i < r->nrings; ++i)
+      ring_forks(r, &r->rings[i]);
+  }
   for (size_t i = 0; i < r->nrings; ++i)
     ring_drain(r, &r->rings[i], &r->batch);
   pthread_mutex_unlock(&r->lock);

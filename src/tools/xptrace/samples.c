@@ -687,7 +687,9 @@ static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
   return total;
 }
 
-/* Per process, when there are several: where the samples went. */
+/* Per process, when there are several: where the samples went; every
+ * process, so that the count on the line above is the rows' (one that ran
+ * less CPU time than a sampling period has 0). */
 static void report_processes(const xs_session_t *s, uint64_t total) {
   if (s->nprocs < 2 || !total)
     return;
@@ -699,10 +701,9 @@ static void report_processes(const xs_session_t *s, uint64_t total) {
         n += s->threads[k].samples[XS_CPUTIME];
         nth++;
       }
-    if (n)
-      fprintf(stderr, "  process %d %s: %llu samples (%.1f%%), %zu thread(s)\n", (int)s->procs[i].pid,
-              s->procs[i].name[0] ? s->procs[i].name : "?", (unsigned long long)n,
-              100.0 * (double)n / (double)total, nth);
+    fprintf(stderr, "  process %d %s: %llu samples (%.1f%%), %zu thread(s)\n", (int)s->procs[i].pid,
+            s->procs[i].name[0] ? s->procs[i].name : "?", (unsigned long long)n,
+            100.0 * (double)n / (double)total, nth);
   }
 }
 

@@ -76,6 +76,13 @@ void set_env(bool verbose, const char *name, const char *value);
 /* The output folder made absolute into `dir` (-o, or a new default). */
 int output_dir_prepare(const char *usage, const char *output, const char *command0, char *dir,
                        size_t len);
+/* An MPI rank's xptrace (run_mpi.c): its rank (NULL: not a rank); the
+ * folder the job's ranks share when no -o is given (false: none known);
+ * its one line at the end, and the merge command from the job's last. */
+const char *run_mpi_rank(void);
+bool run_mpi_job_dir(const char *command0, char *buf, size_t len);
+void run_mpi_rank_done(const char *dir, const char *rank, const char *trace, const char *stats,
+                       bool mergeable);
 /* LD_PRELOAD gets the sampler first. */
 int preload_sampler(const char *usage, bool verbose);
 void print_sample_outputs(const char *dir, bool explain);
