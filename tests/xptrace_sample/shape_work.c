@@ -16,6 +16,11 @@
  *               window of many rounds, 40/30/20/10 (for attaching)
  *   phases A B  spins in phase_a for A seconds of wall time, then in
  *               phase_b for B seconds (for --periods)
+ *   offcpu N    thread "waiter", N cycles of 40 ms of wall time: 10 ms in
+ *               wait_compute (spinning), 20 ms in sleep_part (nanosleep),
+ *               10 ms in lock_part waiting for a mutex that thread
+ *               "holder" holds then: 25/50/25 of its wall time; prints
+ *               "wall waiter=SECONDS" (its lifetime, for off-CPU)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -162,6 +167,75 @@ static int run_read(void) {
   return 0;
 }
 
+/* offcpu: cycles on a shared clock, both threads sleeping to absolute
+ * times, so the shares hold whatever the load delays. */
+static double t_start;
+static int ncycles = 25;
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+
+static void sleep_until(double t) {
+  struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+    ;
+}
+
+__attribute__((noinline)) void wait_compute(double until) {
+  volatile uint64_t x = 1;
+  while (wall_now() < until)
+    for (int i = 0; i < 2000; ++i)
+      x = x * 6364136223846793005ull + 19;
+}
+
+__attribute__((noinline)) void sleep_part(double until) {
+  double left = until - wall_now();
+  if (left > 0) { /* nanosleep itself: the relative sleep a program would write */
+    struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+
+__attribute__((noinline)) void lock_part(void) {
+  pthread_mutex_lock(&held);
+  pthread_mutex_unlock(&held);
+}
+
+static void *waiter(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "waiter");
+  double t0 = wall_now();
+  for (int k = 0; k < ncycles; ++k) {
+    double c = t_start + 0.040 * k;
+    wait_compute(c + 0.010);
+    sleep_part(c + 0.030);
+    lock_part(); /* the holder has it until c + 0.040 */
+  }
+  printf("wall waiter=%.6f\n", wall_now() - t0);
+  return NULL;
+}
+
+static void *holder(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "holder");
+  for (int k = 0; k < ncycles; ++k) {
+    double c = t_start + 0.040 * k;
+    sleep_until(c + 0.015); /* while the waiter sleeps: it finds the mutex taken */
+    pthread_mutex_lock(&held);
+    sleep_until(c + 0.040);
+    pthread_mutex_unlock(&held);
+  }
+  return NULL;
+}
+
+static int run_offcpu(void) {
+  pthread_t w, h;
+  t_start = wall_now() + 0.005;
+  pthread_create(&h, NULL, holder, NULL);
+  pthread_create(&w, NULL, waiter, NULL);
+  pthread_join(w, NULL);
+  pthread_join(h, NULL);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "short") == 0 || strcmp(mode, "worker") == 0) {
@@ -177,6 +251,10 @@ int main(int argc, char **argv) {
     return run_phases(atof(argv[2]), atof(argv[3]));
   if (strcmp(mode, "loop") == 0)
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
+  if (strcmp(mode, "offcpu") == 0) {
+    ncycles = argc > 2 ? atoi(argv[2]) : 25;
+    return ncycles > 0 ? run_offcpu() : 2;
+  }
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
   return 2;
 }

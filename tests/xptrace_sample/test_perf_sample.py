@@ -374,8 +374,15 @@ elif mode == "fallback":
     # Wall time needs the timer method: chosen with one line saying why.
     rc, out, err = xp("sample", "--clock", "realtime", "-o", "w", "--", "true")
     c.check("needs the timer method; using it" in err, f"{rc} {err}")
-    rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "true")
-    c.check(rc == 2 and "--method perf samples CPU time only" in err, f"{rc} {err}")
+    # Asked of the perf method, wall time comes from context switches
+    # (kernel sampling), or one line says why there is none.
+    rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "sleep", "0.05")
+    c.check(rc == 0 and ("of wall time (CPU samples and off-CPU intervals)" in err
+                         or "no wall-time profile: context-switch samples need" in err), f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "perf", "--periods", "cputime:0:1:1", "-o", "w4", "--", "true")
+    c.check(rc == 2 and "the perf method takes --periods of realtime windows only" in err, f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "timer", "--off-cpu", "-o", "w5", "--", "true")
+    c.check(rc == 2 and "--off-cpu needs the perf method" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")
     c.check(rc == 2 and "unknown call graph 'lbr'" in err, f"{rc} {err}")
     # No sample at all: the reason is said, never "no samples written" alone.

@@ -12,6 +12,9 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
         samples outside the windows are left out)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
+      | perf-offcpu (--off-cpu --clock both: a thread computing 25 %,
+        sleeping 50 % in nanosleep and waiting 25 % on a mutex of its wall
+        time, by construction; its wall-time profile adds up to its lifetime)
 Exit 77 (skipped) where the method cannot run here.
 
 Tolerance: 5 points or 3 binomial standard deviations of the samples
@@ -167,6 +170,45 @@ elif mode == "perf-short-thread":
     if n < 0.8 * due:
         c.check(re.search(r"\d+ samples for [0-9.]+ CPU-s of user time at 100 Hz \(\d+ due\): per-thread events "
                           r"lose the period in progress", err), f"{n} samples of {due:.0f} due, not said: {err}")
+elif mode == "perf-offcpu":
+    def share(name, got, want):  # of wall time, by construction: 5 points
+        print(f"{name}: {got:.1f}% (truth {want:.1f}% of the thread's wall time, +- 5)")
+        c.check(abs(got - want) <= 5, f"{name} {got:.1f}% against {want:.1f}% +- 5")
+
+    rc, out, err = xp("sample", "-f", "1000", "--off-cpu", "--clock", "both", "-o", "o", "--", work, "offcpu", "25")
+    if "no off-CPU profile" in err:
+        print(f"SKIP [{mode}]: {err.strip()}")
+        sys.exit(77)
+    c.check(rc == 0 and "method perf (" in err, f"--off-cpu: {rc} {err}")
+    m = re.search(r"wall waiter=([0-9.]+)", out)
+    c.check(bool(m), f"the program printed no lifetime: {out}")
+    life_us = float(m.group(1)) * 1e6 if m else 1
+    off = [s_ for s_ in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) or []
+           if s_[0][0].endswith(":waiter]")]
+    rt = [s_ for s_ in read_folded(os.path.join(scratch, "o", "samples_realtime.folded")) or []
+          if s_[0][0].endswith(":waiter]")]
+    n_off, n_rt = total(off), total(rt)
+    print(f"waiter: lived {life_us / 1e3:.1f} ms; wall-time profile {n_rt / 1e3:.1f} ms, "
+          f"off-CPU {n_off / 1e3:.1f} ms")
+    # The wall-time profile adds up to the thread's lifetime (CPU samples
+    # of 1 ms each and the intervals off the CPU, preempted ones included).
+    c.check(abs(n_rt - life_us) <= 0.05 * life_us, f"wall-time profile {n_rt} us for {life_us:.0f} us of life")
+    if n_rt:
+        share("wall: wait_compute", 100.0 * incl(rt, "wait_compute") / n_rt, 25)
+        share("wall: sleep_part", 100.0 * incl(rt, "sleep_part") / n_rt, 50)
+        share("wall: lock_part", 100.0 * incl(rt, "lock_part") / n_rt, 25)
+    # Off-CPU: where it blocked (not where it was preempted), with stacks.
+    share("off-CPU of the lifetime", 100.0 * n_off / life_us, 75)
+    if n_off:
+        share("off-CPU: sleep_part", 100.0 * incl(off, "sleep_part") / n_off, 200.0 / 3)
+        share("off-CPU: lock_part", 100.0 * incl(off, "lock_part") / n_off, 100.0 / 3)
+        slept = sum(k for f, k in off if "sleep_part" in f and any("nanosleep" in x for x in f[f.index("sleep_part") + 1:]))
+        waited = sum(k for f, k in off if "lock_part" in f and any("lock" in x for x in f[f.index("lock_part") + 1:]))
+        c.check(slept >= 0.95 * incl(off, "sleep_part"), f"nanosleep under sleep_part in {slept} of {incl(off, 'sleep_part')} us")
+        c.check(waited >= 0.95 * incl(off, "lock_part"), f"the mutex wait under lock_part in {waited} of {incl(off, 'lock_part')} us")
+        c.check(all(f[1] in ("start_thread", "__clone3", "clone3", "clone") for f, _ in off),
+                f"off-CPU stacks not unwound to the thread's start: {[f for f, _ in off][:3]}")
+    c.check(re.search(r"[0-9.]+ s off-CPU", err), f"no off-CPU summary: {err}")
 else:
     c.check(False, f"unknown mode {mode}")
 sys.exit(c.done())

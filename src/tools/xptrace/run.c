@@ -621,7 +621,8 @@ int cmd_run(int argc, char **argv) {
   bool perf = false;
   char samples_trace[PATH_MAX + 64] = "";
 #ifdef XPTRACE_HAVE_PERF
-  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace, NULL, 0};
+  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace, NULL, 0,
+                          false, false};
   if (sample && !periods && (!method || strcmp(method, "perf") == 0)) {
     char why_not[256];
     perf = sample_perf_available(&po, why_not, sizeof why_not);

@@ -38,6 +38,9 @@ static const char usage_sample[] =
     "                           or fp (frame pointers)\n"
     "      --no-demangle        keep C++ names as the symbol tables spell them\n"
     "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
+    "                           (realtime: the timer method, unless --method perf or --off-cpu)\n"
+    "      --off-cpu            perf method: where threads blocked and for how long, with\n"
+    "                           their stacks (samples_offcpu.*; root or paranoid <= 1)\n"
     "      --periods SPEC       sample only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
     "                           process_cputime; seconds; cycles 0 = forever)\n"
@@ -107,7 +110,7 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
   int rc = output_dir_prepare(usage_sample, output, name, dir, sizeof dir);
   if (rc)
     return rc;
-  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0};
+  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0, false, false};
   char why[256];
   if (!sample_perf_available(&po, why, sizeof why)) {
     fprintf(stderr, "xptrace sample: cannot attach: %s\n", why);
@@ -125,7 +128,8 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
 }
 
 int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION };
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION,
+         OPT_OFF_CPU };
   static const struct option longopts[] = {
       {"freq", required_argument, NULL, 'f'},
       {"method", required_argument, NULL, OPT_METHOD},
@@ -137,13 +141,14 @@ int cmd_sample(int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},
       {"pid", required_argument, NULL, 'p'},
       {"duration", required_argument, NULL, OPT_DURATION},
+      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
   const char *method = NULL, *call_graph = "dwarf", *pids = NULL, *duration = NULL;
-  bool verbose = false, demangle = true;
+  bool verbose = false, demangle = true, off_cpu = false;
   opterr = 0;
   optind = 1;
   int opt;
@@ -159,6 +164,7 @@ int cmd_sample(int argc, char **argv) {
     case 'o': output = optarg; break;
     case 'p': pids = optarg; break;
     case OPT_DURATION: duration = optarg; break;
+    case OPT_OFF_CPU: off_cpu = true; break;
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
     case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
@@ -169,6 +175,8 @@ int cmd_sample(int argc, char **argv) {
     }
     }
   }
+  if ((pids || duration) && off_cpu)
+    return usage_error(usage_sample, "--off-cpu samples a command, not running processes");
   if (pids || duration)
     return sample_attach_cmd(pids, duration, optind < argc, freq, method, clock, periods, depth, call_graph,
                              output, verbose, demangle);
@@ -205,8 +213,14 @@ int cmd_sample(int argc, char **argv) {
   bool cpu_windows = false;
   for (size_t i = 0; periods && i < nspecs; ++i)
     cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
-  if (method && perf && (wall || cpu_windows))
-    return usage_error(usage_sample, "--method perf samples CPU time only, with --periods of realtime windows");
+  if (off_cpu && !perf)
+    return usage_error(usage_sample, "--off-cpu needs the perf method");
+  if ((method && perf) || off_cpu) {
+    if (cpu_windows)
+      return usage_error(usage_sample, "the perf method takes --periods of realtime windows only");
+    if (fp && (wall || off_cpu))
+      return usage_error(usage_sample, "--off-cpu and --clock realtime need --call-graph dwarf");
+  }
   char sampler[PATH_MAX + 64];
   int rc;
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
@@ -221,13 +235,13 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf && !method && (wall || cpu_windows)) {
+  if (perf && !method && !off_cpu && (wall || cpu_windows)) {
     /* Wall time and CPU-time windows: only the timer method has them. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
             cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
   } else if (perf) {
     sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
-                             periods ? specs : NULL, periods ? nspecs : 0};
+                             periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);

@@ -13,6 +13,8 @@
 #include "sample_perf_unwind.h"
 #include "samples.h"
 
+typedef struct offcpu offcpu_t; /* sample_perf_offcpu.h */
+
 typedef struct perf_state {
   xs_session_t *session;
   unw_t *unw;
@@ -25,6 +27,8 @@ typedef struct perf_state {
   bool root_execed;     /* the command's exec seen: its samples count */
   uint64_t t_exec;      /* its time (CLOCK_MONOTONIC ns), for --periods */
   pid_t root;
+  offcpu_t *off;     /* --off-cpu, --clock realtime: switch-outs waiting for their switch-in */
+  uint64_t period_us; /* of a CPU sample, for the wall-time profile */
 } perf_state_t;
 
 /* A thread whose CPU time the launcher reads while it runs. */

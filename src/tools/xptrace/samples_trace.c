@@ -353,6 +353,8 @@ bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
 
   for (size_t i = 0; i < s->nrecs; ++i) {
     const xs_rec_t *r = &s->recs[i];
+    if (r->clock == XS_OFFCPU || (r->clock == XS_REALTIME && s->o.realtime_us))
+      continue; /* intervals in microseconds, not samples */
     size_t pk = pb_open(&w.b, TRACE_PACKET);
     pb_uint(&w.b, TP_TIMESTAMP, r->t);
     pb_uint(&w.b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
