@@ -283,6 +283,15 @@ elif mode == "forkexec":
     c.check(total(other) <= 0.01 * n, f"samples outside the spins and the fork/exec: {other}")
     c.check(total(st) - child - parent - total(other) <= 0.1 * n, f"{n} samples, many at the edges: {st}")
     c.check("in 2 processes" in err and "process " in err, f"no per-process lines: {err}")
+    # One trusted sequence per process (check_trace refuses a sequence
+    # writing on two processes' tracks), every sample in the trace.
+    p = subprocess.run([sys.executable, os.path.join(tests, "perfetto", "check_trace.py"), "proto",
+                        os.path.join(tests, "perfetto", "perfetto_min.proto"),
+                        os.path.join(scratch, "f", "samples.perfetto-trace"), "--perf-samples",
+                        str(total(read_folded(os.path.join(scratch, "f", "samples.folded"))))],
+                       capture_output=True, text=True)
+    print(p.stdout)
+    c.check(p.returncode == 0 and "processes=2" in p.stdout, f"check_trace: {p.stdout} {p.stderr}")
 elif mode == "short":
     # One long thread and 100 short ones doing equal work: their samples
     # split as their CPU times (measured by the program: on a busy machine
