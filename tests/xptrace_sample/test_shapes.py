@@ -12,6 +12,9 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
         samples outside the windows are left out)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
+      | perf-periods-run (one front end: `sample` and `run --sample` with the
+        same --periods both take the perf method and give the same
+        40/30/20/10 shares in the window)
       | perf-offcpu (--off-cpu --clock both: a thread computing 25 %,
         sleeping 50 % in nanosleep and waiting 25 % on a mutex of its wall
         time, by construction; its wall-time profile adds up to its lifetime)
@@ -125,6 +128,26 @@ elif mode == "perf-periods":
     print(f"phase_a {a} samples, phase_b {b} (window inside phase_b)")
     c.check(a == 0 and b >= 20, f"phase_a {a}, phase_b {b} samples")
     c.check(total(st) <= 0.5 * 1000 * 2 + 50, f"{total(st)} samples in a 0.5 s window at 1 kHz")
+elif mode == "perf-periods-run":
+    # The same options under both front ends: the same method, the same
+    # window, the same shares (each 5 points from the truth and the other).
+    shares = {}
+    for front in ("sample", "run"):
+        args = ["sample"] if front == "sample" else ["run", "--sample", "-c", "stats"]
+        rc, out, err = xp(*args, "-f", "1000", "--periods", "realtime:0.3:0.9:1", "-o", front, "--",
+                          work, "loop", "1.5")
+        c.check(rc == 0 and "method perf (" in err, f"{front}: not the perf method: {rc} {err}")
+        st = read_folded(os.path.join(scratch, front, "samples.folded")) or []
+        n = total(st)
+        print(f"{front}: {n} samples in the 0.9 s window")
+        # one thread: at most 0.9 CPU-s in the window (the run is 1.5 s)
+        c.check(20 <= n <= 0.9 * 1000 * 1.1 + 20, f"{front}: {n} samples in a 0.9 s window at 1 kHz")
+        shares[front] = {fn: 100.0 * incl(st, fn) / max(n, 1) for fn in ("spin_40", "spin_30", "spin_20", "spin_10")}
+        for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+            within(f"{front}: {fn}", shares[front][fn], want, n)
+    for fn in shares["sample"]:
+        d = abs(shares["sample"][fn] - shares["run"][fn])
+        c.check(d <= 5, f"{fn}: {shares['sample'][fn]:.1f}% under sample, {shares['run'][fn]:.1f}% under run --sample")
 elif mode == "timer-worker":
     err, st, cpu = sample("w", "worker", "500", "2")
     n = total(st)

@@ -42,7 +42,8 @@ static const char usage_run[] =
     "      --sample             also sample call stacks (as 'xptrace sample'; other settings\n"
     "                           from the XPTRACE_SAMPLE_* variables)\n"
     "      --method M           with --sample: perf or timer (default: perf where the kernel\n"
-    "                           allows it; timer with --periods)\n"
+    "                           allows it; timer with --periods of cputime windows)\n"
+    "      --off-cpu            with --sample, perf method: where threads blocked, with stacks\n"
     "  -f, --freq HZ            with --sample: samples per CPU-second (default 100)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
@@ -356,7 +357,7 @@ int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
          OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
-         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD };
+         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD, OPT_OFF_CPU };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -369,6 +370,7 @@ int cmd_run(int argc, char **argv) {
       {"level-zero", no_argument, NULL, OPT_LEVEL_ZERO},
       {"sample", no_argument, NULL, OPT_SAMPLE},
       {"method", required_argument, NULL, OPT_METHOD},
+      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
       {"freq", required_argument, NULL, 'f'},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"functions", optional_argument, NULL, OPT_FUNCTIONS},
@@ -383,7 +385,7 @@ int cmd_run(int argc, char **argv) {
   };
   run_options_t o = {.collectors = "perfetto,stats"};
   bool collectors_given = false;
-  bool sample = false, mpi = false;
+  bool sample = false, mpi = false, off_cpu = false;
   const char *periods = NULL, *method = NULL, *freq = NULL;
   const char *counters = NULL;
   opterr = 0;
@@ -403,6 +405,7 @@ int cmd_run(int argc, char **argv) {
     case OPT_LEVEL_ZERO: o.level_zero = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_METHOD: method = optarg; break;
+    case OPT_OFF_CPU: off_cpu = true; break;
     case 'f': freq = optarg; break;
     case OPT_PERIODS: periods = optarg; break;
     case OPT_FUNCTIONS: {
@@ -502,12 +505,12 @@ int cmd_run(int argc, char **argv) {
   char sampler[PATH_MAX + 64];
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
   double hz = 100;
-  if ((method || freq) && !sample)
-    return usage_error(usage_run, "%s needs --sample", method ? "--method" : "--freq");
+  if ((method || freq || off_cpu) && !sample)
+    return usage_error(usage_run, "%s needs --sample", method ? "--method" : freq ? "--freq" : "--off-cpu");
   if (method && strcmp(method, "perf") != 0 && strcmp(method, "timer") != 0)
     return usage_error(usage_run, "unknown method '%s' (perf or timer)", method);
-  if (method && periods && strcmp(method, "perf") == 0)
-    return usage_error(usage_run, "--method perf samples the whole run, without --periods");
+  if (off_cpu && method && strcmp(method, "perf") != 0)
+    return usage_error(usage_run, "--off-cpu needs the perf method");
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_run, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
   /* As documented before --freq: the variable sets the rate of both methods. */
@@ -518,13 +521,21 @@ int cmd_run(int argc, char **argv) {
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
 
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
-  size_t nspecs;
+  size_t nspecs = 0;
   char bad[64];
   if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
     return usage_error(usage_run,
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
+  /* As `xptrace sample`: the perf method keeps windows of wall time (it
+   * drops the samples outside them); CPU-time windows are the timer's. */
+  bool cpu_windows = false;
+  for (size_t i = 0; periods && i < nspecs; ++i)
+    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
+  bool want_perf = sample && (!method || strcmp(method, "perf") == 0);
+  if (want_perf && (method || off_cpu) && cpu_windows)
+    return usage_error(usage_run, "the perf method takes --periods of realtime windows only");
   if (o.fn_select && !*o.fn_select)
     o.fn_select = NULL;
   /* Checked (and its environment set) before anything is created. */
@@ -621,9 +632,11 @@ int cmd_run(int argc, char **argv) {
   bool perf = false;
   char samples_trace[PATH_MAX + 64] = "";
 #ifdef XPTRACE_HAVE_PERF
-  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace, NULL, 0,
-                          false, false};
-  if (sample && !periods && (!method || strcmp(method, "perf") == 0)) {
+  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace,
+                           periods ? specs : NULL, periods ? nspecs : 0, off_cpu, false};
+  if (want_perf && cpu_windows) {
+    fprintf(stderr, "xptrace sample: --periods of cputime or process_cputime needs the timer method; using it\n");
+  } else if (want_perf) {
     char why_not[256];
     perf = sample_perf_available(&po, why_not, sizeof why_not);
     if (!perf)
