@@ -177,8 +177,16 @@ elif mode == "run-sample":
         st = folded(os.path.join(scratch, "rp"))
         c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample (perf): {st}")
         c.check(total(st or []) >= 100, f"run --sample -f 1000: {total(st or [])} samples")
+        # --off-cpu as under `xptrace sample`: sleep's 50 ms in nanosleep
+        rc, out, err = xp("run", "--sample", "--off-cpu", "-c", "stats", "-o", "ro", "--", "sleep", "0.05")
+        if "no off-CPU profile" not in err:
+            off = folded(os.path.join(scratch, "ro"), "samples_offcpu.folded") or []
+            slept = sum(k for f, k in off if any("nanosleep" in x for x in f))
+            c.check(rc == 0 and 45000 <= slept <= 1000000, f"run --sample --off-cpu: {slept} us slept: {err}")
     rc, out, err = xp("run", "--sample", "--method", "perf", "--periods", "cputime:1:1:1", "-o", "bad", "--", "true")
     c.check(rc == 2 and "realtime windows only" in err, f"--method perf with cputime --periods: {rc} {err}")
+    rc, out, err = xp("run", "--clock", "realtime", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "--clock needs --sample" in err, f"--clock without --sample: {rc} {err}")
     rc, out, err = xp("run", "--off-cpu", "-o", "bad", "--", "true")
     c.check(rc == 2 and "--off-cpu needs --sample" in err, f"--off-cpu without --sample: {rc} {err}")
     rc, out, err = xp("run", "--method", "timer", "-o", "bad", "--", "true")
