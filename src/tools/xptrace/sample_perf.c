@@ -113,7 +113,7 @@ static bool take(const unsigned char **p, const unsigned char *end, void *out, s
 /* Whether `ns` after the exec is inside a window of wall-time specs
  * (each: `cycles` times `delay` without, `duration` with; 0 cycles:
  * forever; after the last, none). */
-static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
+static bool in_window_ns(const sampler_period_t *p, size_t n, uint64_t ns) {
   double t = (double)ns * 1e-9;
   for (size_t i = 0; i < n; ++i) {
     double cycle = p[i].delay + p[i].duration;
@@ -124,6 +124,10 @@ static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
     t -= cycle * (double)p[i].cycles;
   }
   return false;
+}
+
+bool perf_in_window(const perf_state_t *s, uint64_t t) {
+  return !s->o->nperiods || in_window_ns(s->o->periods, s->o->nperiods, t < s->t_exec ? 0 : t - s->t_exec);
 }
 
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
@@ -138,7 +142,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     return; /* the command before its exec */
   if ((int32_t)h.tid <= 0)
     return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
-  if (s->o->nperiods && !in_window(s->o->periods, s->o->nperiods, h.time < s->t_exec ? 0 : h.time - s->t_exec)) {
+  if (!perf_in_window(s, h.time)) {
     s->outside++;
     return;
   }

@@ -35,6 +35,8 @@ typedef struct perf_state {
 void live_add(perf_state_t *s, pid_t pid, pid_t tid);
 /* Read a few threads' CPU times (in turn) into the session. */
 void live_refresh(perf_state_t *s);
+/* Whether a time (CLOCK_MONOTONIC ns) is inside the --periods windows. */
+bool perf_in_window(const perf_state_t *s, uint64_t t);
 /* Hand what the reader copied to the session, in time order. */
 void handle_batch(perf_state_t *s, reader_t *rd);
 long read_sysctl(const char *name, long fallback);
