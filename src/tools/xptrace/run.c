@@ -662,7 +662,7 @@ int cmd_run(int argc, char **argv) {
     char why_not[256];
     perf = sample_perf_available(&po, why_not, sizeof why_not);
     if (!perf)
-      fprintf(stderr, "xptrace sample: %s; using the timer method\n", why_not);
+      fprintf(stderr, "xptrace sample: %s; using the timer method%s\n", why_not, off_cpu ? " (no off-CPU profile)" : "");
   }
 #endif
   if (sample && !perf && freq)

@@ -245,7 +245,7 @@ int cmd_sample(int argc, char **argv) {
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);
-    fprintf(stderr, "xptrace sample: %s; using the timer method\n", why);
+    fprintf(stderr, "xptrace sample: %s; using the timer method%s\n", why, off_cpu ? " (no off-CPU profile)" : "");
   }
 #else
   if (perf && method)
