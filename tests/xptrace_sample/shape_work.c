@@ -16,6 +16,7 @@
  *               window of many rounds, 40/30/20/10 (for attaching)
  *   phases A B  spins in phase_a for A seconds of wall time, then in
  *               phase_b for B seconds (for --periods)
+ *   cphases A B the same in seconds of the process's CPU time
  *   offcpu N    thread "waiter", N cycles of 40 ms of wall time: 10 ms in
  *               wait_compute (spinning), 20 ms in sleep_part (nanosleep),
  *               10 ms in lock_part waiting for a mutex that thread
@@ -64,6 +65,22 @@ static double wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double process_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The same, in seconds of the process's CPU time: windows of CPU time
+ * fall in the same phase however loaded the machine is. */
+static int run_cpu_phases(double a, double b) {
+  while (process_cpu() < a)
+    phase_a(1);
+  while (process_cpu() < a + b)
+    phase_b(1);
+  return 0;
 }
 
 static int run_phases(double a, double b) {
@@ -256,6 +273,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "phases") == 0 && argc > 3)
     return run_phases(atof(argv[2]), atof(argv[3]));
+  if (strcmp(mode, "cphases") == 0 && argc > 3)
+    return run_cpu_phases(atof(argv[2]), atof(argv[3]));
   if (strcmp(mode, "loop") == 0)
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
   if (strcmp(mode, "offcpu") == 0) {

@@ -420,8 +420,8 @@ elif mode == "fallback":
     rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "sleep", "0.05")
     c.check(rc == 0 and ("of wall time (CPU samples and off-CPU intervals)" in err
                          or "no wall-time profile: context-switch samples need" in err), f"{rc} {err}")
-    rc, out, err = xp("sample", "--method", "perf", "--periods", "cputime:0:1:1", "-o", "w4", "--", "true")
-    c.check(rc == 2 and "the perf method takes --periods of realtime windows only" in err, f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "perf", "--periods", "realtime:0:1:1 cputime:0:1:1", "-o", "w4", "--", "true")
+    c.check(rc == 2 and "the perf method takes --periods on one clock" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--method", "timer", "--off-cpu", "-o", "w5", "--", "true")
     c.check(rc == 2 and "--off-cpu needs the perf method" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")

@@ -12,6 +12,8 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
         samples outside the windows are left out)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
+      | perf-periods-cpu (--periods of process CPU time under the perf
+        method, both front ends: the window's samples only)
       | perf-periods-run (one front end: `sample` and `run --sample` with the
         same --periods both take the perf method and give the same
         40/30/20/10 shares in the window)
@@ -128,6 +130,21 @@ elif mode == "perf-periods":
     print(f"phase_a {a} samples, phase_b {b} (window inside phase_b)")
     c.check(a == 0 and b >= 20, f"phase_a {a}, phase_b {b} samples")
     c.check(total(st) <= 0.5 * 1000 * 2 + 50, f"{total(st)} samples in a 0.5 s window at 1 kHz")
+elif mode == "perf-periods-cpu":
+    # Windows of CPU time under the perf method, counted by the samples
+    # themselves (periods of CPU time each): phase_a for the first 1 s of
+    # the process's CPU time, phase_b for 1 s more; 1.3-1.8 s lies in
+    # phase_b however loaded the machine is, under both front ends.
+    for front in ("sample", "run"):
+        args = ["sample"] if front == "sample" else ["run", "--sample", "-c", "stats"]
+        rc, out, err = xp(*args, "-f", "1000", "--periods", "process_cputime:1.3:0.5:1", "-o", front, "--",
+                          work, "cphases", "1", "1")
+        c.check(rc == 0 and "method perf (" in err, f"{front}: CPU-time --periods not under the perf method: {rc} {err}")
+        st = read_folded(os.path.join(scratch, front, "samples.folded")) or []
+        a, b = incl(st, "phase_a"), incl(st, "phase_b")
+        print(f"{front}: phase_a {a} samples, phase_b {b} (a window of 0.5 CPU-s inside phase_b)")
+        c.check(a == 0 and b >= 20, f"{front}: phase_a {a}, phase_b {b} samples")
+        c.check(total(st) <= 500 + 5, f"{front}: {total(st)} samples in a window of 0.5 CPU-s at 1 kHz")
 elif mode == "perf-periods-run":
     # The same options under both front ends: the same method, the same
     # window, the same shares (each 5 points from the truth and the other).

@@ -42,7 +42,7 @@ static const char usage_run[] =
     "      --sample             also sample call stacks (as 'xptrace sample'; other settings\n"
     "                           from the XPTRACE_SAMPLE_* variables)\n"
     "      --method M           with --sample: perf or timer (default: perf where the kernel\n"
-    "                           allows it; timer with --periods of cputime windows)\n"
+    "                           allows it; timer with --periods on several clocks)\n"
     "      --off-cpu            with --sample, perf method: where threads blocked, with stacks\n"
     "      --clock C, --call-graph M, --no-demangle\n"
     "                           with --sample: as 'xptrace sample'\n"
@@ -546,14 +546,14 @@ int cmd_run(int argc, char **argv) {
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
-  /* As `xptrace sample`: the perf method keeps windows of wall time (it
-   * drops the samples outside them); CPU-time windows are the timer's. */
-  bool cpu_windows = false;
-  for (size_t i = 0; periods && i < nspecs; ++i)
-    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
+  /* As `xptrace sample`: the perf method keeps windows on one clock;
+   * specs mixing clocks are the timer's. */
+  bool mixed_windows = false;
+  for (size_t i = 1; periods && i < nspecs; ++i)
+    mixed_windows |= specs[i].clock != specs[0].clock;
   bool want_perf = sample && (!method || strcmp(method, "perf") == 0);
-  if (want_perf && (method || off_cpu) && cpu_windows)
-    return usage_error(usage_run, "the perf method takes --periods of realtime windows only");
+  if (want_perf && (method || off_cpu) && mixed_windows)
+    return usage_error(usage_run, "the perf method takes --periods on one clock (not several)");
   if (want_perf && (method || off_cpu) && fp && (wall || off_cpu))
     return usage_error(usage_run, "--off-cpu and --clock realtime need --call-graph dwarf");
   if (o.fn_select && !*o.fn_select)
@@ -654,10 +654,10 @@ int cmd_run(int argc, char **argv) {
 #ifdef XPTRACE_HAVE_PERF
   sample_perf_opts_t po = {hz, 256, dir, o.verbose, fp, demangle, 16384, samples_trace, sizeof samples_trace,
                            periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};
-  if (want_perf && (cpu_windows || (wall && !method && !off_cpu))) {
+  if (want_perf && (mixed_windows || (wall && !method && !off_cpu))) {
     /* As `xptrace sample`: wall time asked alone takes the timer method. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
-            cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
+            mixed_windows ? "--periods on several clocks" : "--clock realtime");
   } else if (want_perf) {
     char why_not[256];
     perf = sample_perf_available(&po, why_not, sizeof why_not);

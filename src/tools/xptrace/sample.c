@@ -33,7 +33,7 @@ static const char usage_sample[] =
     "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
     "      --method M           perf (kernel perf_event sampling from outside, CPU time;\n"
     "                           the default where the kernel allows it) or timer (signals\n"
-    "                           inside the program; also wall time and --periods)\n"
+    "                           inside the program; also --periods on several clocks)\n"
     "      --call-graph M       perf method: dwarf (unwind copies of the stack, default)\n"
     "                           or fp (frame pointers)\n"
     "      --no-demangle        keep C++ names as the symbol tables spell them\n"
@@ -208,16 +208,17 @@ int cmd_sample(int argc, char **argv) {
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
-  /* The perf method keeps windows of wall time (it drops the samples
-   * outside them); CPU-time windows are the timer method's. */
-  bool cpu_windows = false;
-  for (size_t i = 0; periods && i < nspecs; ++i)
-    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
+  /* The perf method keeps windows on one clock (it drops the samples
+   * outside them; CPU time as its samples count it); specs mixing clocks
+   * are the timer method's. */
+  bool mixed_windows = false;
+  for (size_t i = 1; periods && i < nspecs; ++i)
+    mixed_windows |= specs[i].clock != specs[0].clock;
   if (off_cpu && !perf)
     return usage_error(usage_sample, "--off-cpu needs the perf method");
   if ((method && perf) || off_cpu) {
-    if (cpu_windows)
-      return usage_error(usage_sample, "the perf method takes --periods of realtime windows only");
+    if (mixed_windows)
+      return usage_error(usage_sample, "the perf method takes --periods on one clock (not several)");
     if (fp && (wall || off_cpu))
       return usage_error(usage_sample, "--off-cpu and --clock realtime need --call-graph dwarf");
   }
@@ -235,10 +236,10 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf && !method && !off_cpu && (wall || cpu_windows)) {
-    /* Wall time and CPU-time windows: only the timer method has them. */
+  if (perf && !method && !off_cpu && (wall || mixed_windows)) {
+    /* Wall time alone, windows on several clocks: the timer method's. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
-            cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
+            mixed_windows ? "--periods on several clocks" : "--clock realtime");
   } else if (perf) {
     sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
                              periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};

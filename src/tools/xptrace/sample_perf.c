@@ -126,8 +126,43 @@ static bool in_window_ns(const sampler_period_t *p, size_t n, uint64_t ns) {
   return false;
 }
 
-bool perf_in_window(const perf_state_t *s, uint64_t t) {
-  return !s->o->nperiods || in_window_ns(s->o->periods, s->o->nperiods, t < s->t_exec ? 0 : t - s->t_exec);
+int perf_window_clock(const sample_perf_opts_t *o) {
+  for (size_t i = 1; i < o->nperiods; ++i)
+    if (o->periods[i].clock != o->periods[0].clock)
+      return PERF_WINDOWS_MIXED;
+  return o->nperiods ? (int)o->periods[0].clock : SAMPLER_PERIOD_REALTIME;
+}
+
+bool perf_in_window(perf_state_t *s, pid_t pid, pid_t tid, uint64_t t, bool count) {
+  if (!s->o->nperiods)
+    return true;
+  int clock = perf_window_clock(s->o);
+  if (clock == SAMPLER_PERIOD_REALTIME)
+    return in_window_ns(s->o->periods, s->o->nperiods, t < s->t_exec ? 0 : t - s->t_exec);
+  /* CPU time: each process counted from its own start, as the timer
+   * method does (a forked child starts the windows again). */
+  size_t i = 0;
+  while (i < s->ncpu && s->cpu[i].pid != pid)
+    ++i;
+  if (i == s->ncpu) {
+    if (!count)
+      return false;
+    if (s->ncpu == s->capcpu) {
+      size_t cap = s->capcpu ? 2 * s->capcpu : 16;
+      struct cpuclock *c = realloc(s->cpu, cap * sizeof *c);
+      if (!c)
+        return false;
+      s->cpu = c;
+      s->capcpu = cap;
+    }
+    s->cpu[s->ncpu++] = (struct cpuclock){pid, 0, 0};
+  }
+  if (count) {
+    s->cpu[i].proc++;
+    s->cpu[i].main += tid == pid;
+  }
+  uint64_t periods = clock == SAMPLER_PERIOD_CPUTIME ? s->cpu[i].main : s->cpu[i].proc;
+  return in_window_ns(s->o->periods, s->o->nperiods, (uint64_t)((double)periods * 1e9 / effective_hz(s->o)));
 }
 
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
@@ -142,7 +177,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     return; /* the command before its exec */
   if ((int32_t)h.tid <= 0)
     return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
-  if (!perf_in_window(s, h.time)) {
+  if (!perf_in_window(s, (pid_t)h.pid, (pid_t)h.tid, h.time, true)) {
     s->outside++;
     return;
   }
@@ -668,6 +703,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   unw_free(s.unw);
   free(s.pcs);
   free(s.live);
+  free(s.cpu);
   launch_forward_said(command[0]);
   if (after)
     after(ctx);

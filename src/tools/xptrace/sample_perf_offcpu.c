@@ -199,7 +199,7 @@ bool offcpu_record(perf_state_t *s, const struct perf_event_header *hdr) {
     x->preempt = hdr->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
     return true;
   }
-  if (x->out && t > x->t_out && perf_in_window(s, x->t_out)) {
+  if (x->out && t > x->t_out && perf_in_window(s, x->pid, x->tid, x->t_out, false)) {
     /* Microseconds: wall time, whatever the sampling rate. */
     uint64_t us = (t - x->t_out + 500) / 1000;
     if (!x->preempt && s->o->off_cpu)
