@@ -7,7 +7,11 @@ usage: accuracy_matrix.py XPTRACE SHAPE_WORK [--runs N]
 Shapes: long + 500 threads of 2 ms (long_work / st inclusive, st self);
 compute + read()-heavy thread (compute_work / read_work inclusive).
 Columns: share read (truth), per run.  perf record is left out where
-`perf` is missing; `perf record -a` (per-CPU, as root) where permitted."""
+`perf` is missing; `perf record -a` (per-CPU, as root) where permitted.
+Then off-CPU (`--off-cpu --clock both`, perf method, kernel sampling
+permitted): thread waiter of `shape_work offcpu 25`, its wall-time shares
+and off-CPU split against the parts as it timed them (perf record's
+--off-cpu needs a perf built with BPF skeletons: not compared)."""
 import os
 import re
 import shutil
@@ -93,7 +97,49 @@ def main():
             tb = sum(t[1] for t in truths) / len(truths)
             print(f"| {shape} | {hz} | {a[0]}/{b[0]}: {ta:.0f}/{tb:.0f} | " +
                   " | ".join(", ".join(cells[c]) for c, _ in cols) + " |")
+    offcpu()
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def folded(path, thread_suffix):
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                text, _, n = line.rstrip("\n").rpartition(" ")
+                frames = text.split(";")
+                if frames[0].endswith(thread_suffix):
+                    out.append((frames, int(n)))
+    return out
+
+
+def offcpu():
+    print("\n| off-CPU (thread waiter) | Hz | wall: compute/sleep/lock, truth | read | "
+          "off-CPU: sleep/lock, truth | read | wall-time sum / lifetime |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for hz in (100, 1000):
+        for _ in range(runs):
+            d = os.path.join(scratch, "o")
+            shutil.rmtree(d, ignore_errors=True)
+            p = subprocess.run([xptrace, "sample", "--off-cpu", "--clock", "both", "-f", str(hz), "-o", d, "--",
+                                work, "offcpu", "25"], env=env, capture_output=True, text=True)
+            m = re.search(r"wall waiter=(\S+) compute=(\S+) sleep=(\S+) lock=(\S+)", p.stdout)
+            if not m or "no off-CPU profile" in p.stderr:
+                print(f"| (not measured: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}) |")
+                return
+            life, comp, slp, lck = (float(x) * 1e6 for x in m.groups())
+            rt = folded(os.path.join(d, "samples_realtime.folded"), ":waiter]")
+            off = folded(os.path.join(d, "samples_offcpu.folded"), ":waiter]")
+            nrt = sum(k for _, k in rt) or 1
+            noff = sum(k for _, k in off) or 1
+
+            def inc(st, fn):
+                return sum(k for f, k in st if fn in f[1:])
+            print(f"| waiter | {hz} | {100 * comp / life:.0f}/{100 * slp / life:.0f}/{100 * lck / life:.0f} | "
+                  f"{100 * inc(rt, 'wait_compute') / nrt:.0f}/{100 * inc(rt, 'sleep_part') / nrt:.0f}/"
+                  f"{100 * inc(rt, 'lock_part') / nrt:.0f} | {100 * slp / (slp + lck):.0f}/{100 * lck / (slp + lck):.0f} | "
+                  f"{100 * inc(off, 'sleep_part') / noff:.0f}/{100 * inc(off, 'lock_part') / noff:.0f} | "
+                  f"{nrt / 1e3:.0f} / {life / 1e3:.0f} ms |")
 
 
 main()

@@ -16,6 +16,13 @@
  *               window of many rounds, 40/30/20/10 (for attaching)
  *   phases A B  spins in phase_a for A seconds of wall time, then in
  *               phase_b for B seconds (for --periods)
+ *   cphases A B the same in seconds of the process's CPU time
+ *   offcpu N    thread "waiter", N cycles of 40 ms of wall time: 10 ms in
+ *               wait_compute (spinning), 20 ms in sleep_part (nanosleep),
+ *               10 ms in lock_part waiting for a mutex that thread
+ *               "holder" holds then: 25/50/25 of its wall time; prints
+ *               "wall waiter=S compute=S sleep=S lock=S" (its lifetime and
+ *               what each part really took: the truth under load)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -58,6 +65,22 @@ static double wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double process_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The same, in seconds of the process's CPU time: windows of CPU time
+ * fall in the same phase however loaded the machine is. */
+static int run_cpu_phases(double a, double b) {
+  while (process_cpu() < a)
+    phase_a(1);
+  while (process_cpu() < a + b)
+    phase_b(1);
+  return 0;
 }
 
 static int run_phases(double a, double b) {
@@ -162,6 +185,81 @@ static int run_read(void) {
   return 0;
 }
 
+/* offcpu: cycles on a shared clock, both threads sleeping to absolute
+ * times, so the shares hold whatever the load delays. */
+static double t_start;
+static int ncycles = 25;
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+
+static void sleep_until(double t) {
+  struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+    ;
+}
+
+__attribute__((noinline)) void wait_compute(double until) {
+  volatile uint64_t x = 1;
+  while (wall_now() < until)
+    for (int i = 0; i < 2000; ++i)
+      x = x * 6364136223846793005ull + 19;
+}
+
+__attribute__((noinline)) void sleep_part(double until) {
+  double left = until - wall_now();
+  if (left > 0) { /* nanosleep itself: the relative sleep a program would write */
+    struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+
+__attribute__((noinline)) void lock_part(void) {
+  pthread_mutex_lock(&held);
+  pthread_mutex_unlock(&held);
+}
+
+static void *waiter(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "waiter");
+  /* What each part really took: on a loaded machine a preempted thread
+   * leaves wait_compute late and sleeps less. */
+  double t0 = wall_now(), part[3] = {0, 0, 0};
+  for (int k = 0; k < ncycles; ++k) {
+    double c = t_start + 0.040 * k, t1 = wall_now();
+    wait_compute(c + 0.010);
+    double t2 = wall_now();
+    sleep_part(c + 0.030);
+    double t3 = wall_now();
+    lock_part(); /* the holder has it until c + 0.040 */
+    double t4 = wall_now();
+    part[0] += t2 - t1, part[1] += t3 - t2, part[2] += t4 - t3;
+  }
+  printf("wall waiter=%.6f compute=%.6f sleep=%.6f lock=%.6f\n", wall_now() - t0, part[0], part[1], part[2]);
+  return NULL;
+}
+
+static void *holder(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "holder");
+  for (int k = 0; k < ncycles; ++k) {
+    double c = t_start + 0.040 * k;
+    sleep_until(c + 0.015); /* while the waiter sleeps: it finds the mutex taken */
+    pthread_mutex_lock(&held);
+    sleep_until(c + 0.040);
+    pthread_mutex_unlock(&held);
+  }
+  return NULL;
+}
+
+static int run_offcpu(void) {
+  pthread_t w, h;
+  t_start = wall_now() + 0.005;
+  pthread_create(&h, NULL, holder, NULL);
+  pthread_create(&w, NULL, waiter, NULL);
+  pthread_join(w, NULL);
+  pthread_join(h, NULL);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "short") == 0 || strcmp(mode, "worker") == 0) {
@@ -175,8 +273,14 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "phases") == 0 && argc > 3)
     return run_phases(atof(argv[2]), atof(argv[3]));
+  if (strcmp(mode, "cphases") == 0 && argc > 3)
+    return run_cpu_phases(atof(argv[2]), atof(argv[3]));
   if (strcmp(mode, "loop") == 0)
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
+  if (strcmp(mode, "offcpu") == 0) {
+    ncycles = argc > 2 ? atoi(argv[2]) : 25;
+    return ncycles > 0 ? run_offcpu() : 2;
+  }
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
   return 2;
 }

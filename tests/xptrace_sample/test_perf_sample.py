@@ -38,7 +38,7 @@ def sample(name, *cmd, opts=(), env=None):
     stacks = [(f, k) for f, k in stacks if not any(x.startswith("_dl_start") for x in f)]
     # Kernel frames (sampled as root) are checked by the kernel mode only
     # (and count toward --depth).
-    return rc, out, err, stacks if mode in ("kernel", "depth") else user_frames(stacks)
+    return rc, out, err, stacks if mode in ("kernel", "kcache", "depth") else user_frames(stacks)
 
 
 def share(stacks, fn, self_only=True):
@@ -180,6 +180,38 @@ elif mode == "buildid":
     c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
     c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
     c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
+elif mode == "kcache":
+    # Kernel names come from a cache of /proc/kallsyms per boot and module
+    # set, kept in XDG_CACHE_HOME/xptrace when private to us: written by
+    # the first run, read by the next (a planted name shows it is read),
+    # ignored when others may write it.
+    cache = os.path.join(scratch, "cache")
+    env = {"XDG_CACHE_HOME": cache}
+    rc, out, err, st = sample("c1", work, "syscalls", "1", env=env)
+    if "user and kernel time" not in err:
+        print(f"SKIP [{mode}]: no kernel frames here: {err.strip()}")
+        sys.exit(77)
+    names = {f[-1] for f, _ in st if f[-1].endswith("_[k]")}
+    files = os.listdir(os.path.join(cache, "xptrace")) if os.path.isdir(os.path.join(cache, "xptrace")) else []
+    c.check(rc == 0 and names and len(files) == 1 and files[0].startswith("kallsyms-"), f"no cache: {files} {names}")
+    if files:
+        path = os.path.join(cache, "xptrace", files[0])
+        c.check(os.stat(path).st_mode & 0o777 == 0o600, f"cache mode {oct(os.stat(path).st_mode)}")
+        with open(path) as f:
+            lines = f.read().splitlines()
+        c.check(len(lines) > 1000 and all(len(l.split()) == 3 for l in lines[:100]), f"cache: {lines[:3]}")
+        with open(path, "w") as f:  # every symbol renamed: this run must show the planted names
+            f.write("".join(f"{l.split()[0]} t planted{i}\n" for i, l in enumerate(lines)))
+        rc, out, err, st = sample("c2", work, "syscalls", "1", env=env)
+        kern = [f[-1] for f, _ in st if f[-1].endswith("_[k]")]
+        c.check(rc == 0 and kern and all(k.startswith("planted") for k in kern), f"cache not read: {kern[:5]}")
+        os.chmod(path, 0o666)  # writable by others: not trusted
+        rc, out, err, st = sample("c3", work, "syscalls", "1", env=env)
+        kern = [f[-1] for f, _ in st if f[-1].endswith("_[k]")]
+        c.check(rc == 0 and kern and not any(k.startswith("planted") for k in kern), f"untrusted cache read: {kern[:5]}")
+    rc, out, err, st = sample("c4", work, "syscalls", "1", env={"XDG_CACHE_HOME": cache, "XPTRACE_KSYM_CACHE": "0"})
+    kern = [f[-1] for f, _ in st if f[-1].endswith("_[k]")]
+    c.check(rc == 0 and kern and not any(k.startswith("planted") for k in kern), f"XPTRACE_KSYM_CACHE=0: {kern[:5]}")
 elif mode == "kernel":
     # The command's own thread spends its CPU time in system calls: its
     # CPU time (the events' counts) against its samples, said with the cause.
@@ -283,6 +315,15 @@ elif mode == "forkexec":
     c.check(total(other) <= 0.01 * n, f"samples outside the spins and the fork/exec: {other}")
     c.check(total(st) - child - parent - total(other) <= 0.1 * n, f"{n} samples, many at the edges: {st}")
     c.check("in 2 processes" in err and "process " in err, f"no per-process lines: {err}")
+    # One trusted sequence per process (check_trace refuses a sequence
+    # writing on two processes' tracks), every sample in the trace.
+    p = subprocess.run([sys.executable, os.path.join(tests, "perfetto", "check_trace.py"), "proto",
+                        os.path.join(tests, "perfetto", "perfetto_min.proto"),
+                        os.path.join(scratch, "f", "samples.perfetto-trace"), "--perf-samples",
+                        str(total(read_folded(os.path.join(scratch, "f", "samples.folded"))))],
+                       capture_output=True, text=True)
+    print(p.stdout)
+    c.check(p.returncode == 0 and "processes=2" in p.stdout, f"check_trace: {p.stdout} {p.stderr}")
 elif mode == "short":
     # One long thread and 100 short ones doing equal work: their samples
     # split as their CPU times (measured by the program: on a busy machine
@@ -374,8 +415,15 @@ elif mode == "fallback":
     # Wall time needs the timer method: chosen with one line saying why.
     rc, out, err = xp("sample", "--clock", "realtime", "-o", "w", "--", "true")
     c.check("needs the timer method; using it" in err, f"{rc} {err}")
-    rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "true")
-    c.check(rc == 2 and "--method perf samples CPU time only" in err, f"{rc} {err}")
+    # Asked of the perf method, wall time comes from context switches
+    # (kernel sampling), or one line says why there is none.
+    rc, out, err = xp("sample", "--method", "perf", "--clock", "realtime", "-o", "w2", "--", "sleep", "0.05")
+    c.check(rc == 0 and ("of wall time (CPU samples and off-CPU intervals)" in err
+                         or "no wall-time profile: context-switch samples need" in err), f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "perf", "--periods", "realtime:0:1:1 cputime:0:1:1", "-o", "w4", "--", "true")
+    c.check(rc == 2 and "the perf method takes --periods on one clock" in err, f"{rc} {err}")
+    rc, out, err = xp("sample", "--method", "timer", "--off-cpu", "-o", "w5", "--", "true")
+    c.check(rc == 2 and "--off-cpu needs the perf method" in err, f"{rc} {err}")
     rc, out, err = xp("sample", "--call-graph", "lbr", "-o", "w3", "--", "true")
     c.check(rc == 2 and "unknown call graph 'lbr'" in err, f"{rc} {err}")
     # No sample at all: the reason is said, never "no samples written" alone.

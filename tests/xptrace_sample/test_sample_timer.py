@@ -237,6 +237,10 @@ elif mode == "refused":
                 f"{method}: no single fallback line: {err}")
         c.check("method timer" in err and inclusive(st, "heavy_work") > 0, f"{method}: not sampled by timer: {err}")
         report_ok(err, name, "spin")
+    # --off-cpu, which only the perf method has: the same line says it is not made.
+    rc, so, err = run([no_perf, xptrace, "sample", "--off-cpu", "-o", "o", "--", work, "threads", "1"], cwd=scratch)
+    c.check(rc == 0 and re.search(r"perf_event_open refused .*; using the timer method \(no off-CPU profile\)$", err, re.M)
+            and not os.path.exists(os.path.join(scratch, "o", "samples_offcpu.folded")), f"--off-cpu refused: {rc} {err}")
     # --method timer never tries perf: nothing to say.
     rc, so, err = run([no_perf, xptrace, "sample", "--method", "timer", "-o", "t", "--", work, "threads", "1"],
                       cwd=scratch)

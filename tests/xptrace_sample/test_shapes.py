@@ -12,6 +12,14 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
         samples outside the windows are left out)
       | perf-attach (xptrace sample -p PID on a running program, 1 s after
         its start: its 40/30/20/10 rounds)
+      | perf-periods-cpu (--periods of process CPU time under the perf
+        method, both front ends: the window's samples only)
+      | perf-periods-run (one front end: `sample` and `run --sample` with the
+        same --periods both take the perf method and give the same
+        40/30/20/10 shares in the window)
+      | perf-offcpu (--off-cpu --clock both: a thread computing 25 %,
+        sleeping 50 % in nanosleep and waiting 25 % on a mutex of its wall
+        time, by construction; its wall-time profile adds up to its lifetime)
 Exit 77 (skipped) where the method cannot run here.
 
 Tolerance: 5 points or 3 binomial standard deviations of the samples
@@ -122,6 +130,41 @@ elif mode == "perf-periods":
     print(f"phase_a {a} samples, phase_b {b} (window inside phase_b)")
     c.check(a == 0 and b >= 20, f"phase_a {a}, phase_b {b} samples")
     c.check(total(st) <= 0.5 * 1000 * 2 + 50, f"{total(st)} samples in a 0.5 s window at 1 kHz")
+elif mode == "perf-periods-cpu":
+    # Windows of CPU time under the perf method, counted by the samples
+    # themselves (periods of CPU time each): phase_a for the first 1 s of
+    # the process's CPU time, phase_b for 1 s more; 1.3-1.8 s lies in
+    # phase_b however loaded the machine is, under both front ends.
+    for front in ("sample", "run"):
+        args = ["sample"] if front == "sample" else ["run", "--sample", "-c", "stats"]
+        rc, out, err = xp(*args, "-f", "1000", "--periods", "process_cputime:1.3:0.5:1", "-o", front, "--",
+                          work, "cphases", "1", "1")
+        c.check(rc == 0 and "method perf (" in err, f"{front}: CPU-time --periods not under the perf method: {rc} {err}")
+        st = read_folded(os.path.join(scratch, front, "samples.folded")) or []
+        a, b = incl(st, "phase_a"), incl(st, "phase_b")
+        print(f"{front}: phase_a {a} samples, phase_b {b} (a window of 0.5 CPU-s inside phase_b)")
+        c.check(a == 0 and b >= 20, f"{front}: phase_a {a}, phase_b {b} samples")
+        c.check(total(st) <= 500 + 5, f"{front}: {total(st)} samples in a window of 0.5 CPU-s at 1 kHz")
+elif mode == "perf-periods-run":
+    # The same options under both front ends: the same method, the same
+    # window, the same shares (each 5 points from the truth and the other).
+    shares = {}
+    for front in ("sample", "run"):
+        args = ["sample"] if front == "sample" else ["run", "--sample", "-c", "stats"]
+        rc, out, err = xp(*args, "-f", "1000", "--periods", "realtime:0.3:0.9:1", "-o", front, "--",
+                          work, "loop", "1.5")
+        c.check(rc == 0 and "method perf (" in err, f"{front}: not the perf method: {rc} {err}")
+        st = read_folded(os.path.join(scratch, front, "samples.folded")) or []
+        n = total(st)
+        print(f"{front}: {n} samples in the 0.9 s window")
+        # one thread: at most 0.9 CPU-s in the window (the run is 1.5 s)
+        c.check(20 <= n <= 0.9 * 1000 * 1.1 + 20, f"{front}: {n} samples in a 0.9 s window at 1 kHz")
+        shares[front] = {fn: 100.0 * incl(st, fn) / max(n, 1) for fn in ("spin_40", "spin_30", "spin_20", "spin_10")}
+        for fn, want in (("spin_40", 40), ("spin_30", 30), ("spin_20", 20), ("spin_10", 10)):
+            within(f"{front}: {fn}", shares[front][fn], want, n)
+    for fn in shares["sample"]:
+        d = abs(shares["sample"][fn] - shares["run"][fn])
+        c.check(d <= 5, f"{fn}: {shares['sample'][fn]:.1f}% under sample, {shares['run'][fn]:.1f}% under run --sample")
 elif mode == "timer-worker":
     err, st, cpu = sample("w", "worker", "500", "2")
     n = total(st)
@@ -167,6 +210,49 @@ elif mode == "perf-short-thread":
     if n < 0.8 * due:
         c.check(re.search(r"\d+ samples for [0-9.]+ CPU-s of user time at 100 Hz \(\d+ due\): per-thread events "
                           r"lose the period in progress", err), f"{n} samples of {due:.0f} due, not said: {err}")
+elif mode == "perf-offcpu":
+    def share(name, got, want):  # of wall time, by construction: 5 points
+        print(f"{name}: {got:.1f}% (truth {want:.1f}%, as the thread timed its parts, +- 5)")
+        c.check(abs(got - want) <= 5, f"{name} {got:.1f}% against {want:.1f}% +- 5")
+
+    rc, out, err = xp("sample", "-f", "1000", "--off-cpu", "--clock", "both", "-o", "o", "--", work, "offcpu", "25")
+    if "no off-CPU profile" in err:
+        print(f"SKIP [{mode}]: {err.strip()}")
+        sys.exit(77)
+    c.check(rc == 0 and "method perf (" in err, f"--off-cpu: {rc} {err}")
+    m = re.search(r"wall waiter=([0-9.]+) compute=([0-9.]+) sleep=([0-9.]+) lock=([0-9.]+)", out)
+    c.check(bool(m), f"the program printed no lifetime: {out}")
+    life_us, t_compute, t_sleep, t_lock = (float(x) * 1e6 for x in m.groups()) if m else (1, 0, 0, 0)
+    # 25/50/25 by construction; a loaded machine moves it (a preempted
+    # thread leaves wait_compute late): the truth is what the parts took.
+    print(f"waiter's parts: compute {100 * t_compute / life_us:.1f}%, sleep {100 * t_sleep / life_us:.1f}%, "
+          f"lock {100 * t_lock / life_us:.1f}%")
+    off = [s_ for s_ in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) or []
+           if s_[0][0].endswith(":waiter]")]
+    rt = [s_ for s_ in read_folded(os.path.join(scratch, "o", "samples_realtime.folded")) or []
+          if s_[0][0].endswith(":waiter]")]
+    n_off, n_rt = total(off), total(rt)
+    print(f"waiter: lived {life_us / 1e3:.1f} ms; wall-time profile {n_rt / 1e3:.1f} ms, "
+          f"off-CPU {n_off / 1e3:.1f} ms")
+    # The wall-time profile adds up to the thread's lifetime (CPU samples
+    # of 1 ms each and the intervals off the CPU, preempted ones included).
+    c.check(abs(n_rt - life_us) <= 0.05 * life_us, f"wall-time profile {n_rt} us for {life_us:.0f} us of life")
+    if n_rt:
+        share("wall: wait_compute", 100.0 * incl(rt, "wait_compute") / n_rt, 100.0 * t_compute / life_us)
+        share("wall: sleep_part", 100.0 * incl(rt, "sleep_part") / n_rt, 100.0 * t_sleep / life_us)
+        share("wall: lock_part", 100.0 * incl(rt, "lock_part") / n_rt, 100.0 * t_lock / life_us)
+    # Off-CPU: where it blocked (not where it was preempted), with stacks.
+    share("off-CPU of the lifetime", 100.0 * n_off / life_us, 100.0 * (t_sleep + t_lock) / life_us)
+    if n_off:
+        share("off-CPU: sleep_part", 100.0 * incl(off, "sleep_part") / n_off, 100.0 * t_sleep / (t_sleep + t_lock))
+        share("off-CPU: lock_part", 100.0 * incl(off, "lock_part") / n_off, 100.0 * t_lock / (t_sleep + t_lock))
+        slept = sum(k for f, k in off if "sleep_part" in f and any("nanosleep" in x for x in f[f.index("sleep_part") + 1:]))
+        waited = sum(k for f, k in off if "lock_part" in f and any("lock" in x for x in f[f.index("lock_part") + 1:]))
+        c.check(slept >= 0.95 * incl(off, "sleep_part"), f"nanosleep under sleep_part in {slept} of {incl(off, 'sleep_part')} us")
+        c.check(waited >= 0.95 * incl(off, "lock_part"), f"the mutex wait under lock_part in {waited} of {incl(off, 'lock_part')} us")
+        c.check(all(f[1] in ("start_thread", "__clone3", "clone3", "clone") for f, _ in off),
+                f"off-CPU stacks not unwound to the thread's start: {[f for f, _ in off][:3]}")
+    c.check(re.search(r"[0-9.]+ s off-CPU", err), f"no off-CPU summary: {err}")
 else:
     c.check(False, f"unknown mode {mode}")
 sys.exit(c.done())

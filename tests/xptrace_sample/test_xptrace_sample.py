@@ -60,7 +60,11 @@ if mode == "bad-input":
     expect_usage_error("period 'realtime:1:1:1.5' is not", "sample", "--periods", "realtime:1:1:1.5", *t)
     expect_usage_error("option '--periods' needs a value", "sample", "--periods")
     expect_usage_error("unknown method 'dtrace'", "sample", "--method", "dtrace", *t)
-    expect_usage_error("--method perf samples CPU time only", "sample", "--method", "perf", "--clock", "both", *t)
+    expect_usage_error("the perf method takes --periods on one clock", "sample", "--method", "perf",
+                       "--periods", "realtime:0:1:1 cputime:0:1:1", *t)
+    expect_usage_error("--off-cpu needs the perf method", "sample", "--method", "timer", "--off-cpu", *t)
+    expect_usage_error("--off-cpu and --clock realtime need --call-graph dwarf", "sample", "--off-cpu",
+                       "--call-graph", "fp", *t)
     expect_usage_error("option '-f' needs a value", "sample", "-f")
     expect_usage_error("missing command", "sample", "-f", "10")
     expect_usage_error("missing command", "sample", "--")
@@ -173,8 +177,18 @@ elif mode == "run-sample":
         st = folded(os.path.join(scratch, "rp"))
         c.check(st is not None and inclusive(st, "heavy_work") > 0, f"run --sample (perf): {st}")
         c.check(total(st or []) >= 100, f"run --sample -f 1000: {total(st or [])} samples")
-    rc, out, err = xp("run", "--sample", "--method", "perf", "--periods", "1:1:1", "-o", "bad", "--", "true")
-    c.check(rc == 2 and "without --periods" in err, f"--method perf with --periods: {rc} {err}")
+        # --off-cpu as under `xptrace sample`: sleep's 50 ms in nanosleep
+        rc, out, err = xp("run", "--sample", "--off-cpu", "-c", "stats", "-o", "ro", "--", "sleep", "0.05")
+        if "no off-CPU profile" not in err:
+            off = folded(os.path.join(scratch, "ro"), "samples_offcpu.folded") or []
+            slept = sum(k for f, k in off if any("nanosleep" in x for x in f))
+            c.check(rc == 0 and 45000 <= slept <= 1000000, f"run --sample --off-cpu: {slept} us slept: {err}")
+    rc, out, err = xp("run", "--sample", "--method", "perf", "--periods", "cputime:1:1:1 realtime:1:1:1", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "on one clock" in err, f"--method perf with --periods on two clocks: {rc} {err}")
+    rc, out, err = xp("run", "--clock", "realtime", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "--clock needs --sample" in err, f"--clock without --sample: {rc} {err}")
+    rc, out, err = xp("run", "--off-cpu", "-o", "bad", "--", "true")
+    c.check(rc == 2 and "--off-cpu needs --sample" in err, f"--off-cpu without --sample: {rc} {err}")
     rc, out, err = xp("run", "--method", "timer", "-o", "bad", "--", "true")
     c.check(rc == 2 and "needs --sample" in err, f"--method without --sample: {rc} {err}")
     rc, out, err = xp("run", "--sample", "--method", "timer", "-c", "stats", "-o", "r", "--", work, "threads", "1")

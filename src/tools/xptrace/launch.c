@@ -339,7 +339,7 @@ void print_sample_outputs(const char *dir, bool explain) {
     if (st.st_mtim.tv_sec < launch_t0.tv_sec ||
         (st.st_mtim.tv_sec == launch_t0.tv_sec && st.st_mtim.tv_nsec < launch_t0.tv_nsec))
       continue; /* another run's */
-    bool cpu = strstr(e->d_name, "realtime") == NULL;
+    bool cpu = !strstr(e->d_name, "realtime") && !strstr(e->d_name, "offcpu");
     bool newer = !best[0] || st.st_mtim.tv_sec > best_t.tv_sec ||
                  (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec > best_t.tv_nsec);
     if (!best[0] || (cpu && !best_cpu) || (cpu == best_cpu && newer)) {

@@ -42,7 +42,10 @@ static const char usage_run[] =
     "      --sample             also sample call stacks (as 'xptrace sample'; other settings\n"
     "                           from the XPTRACE_SAMPLE_* variables)\n"
     "      --method M           with --sample: perf or timer (default: perf where the kernel\n"
-    "                           allows it; timer with --periods)\n"
+    "                           allows it; timer with --periods on several clocks)\n"
+    "      --off-cpu            with --sample, perf method: where threads blocked, with stacks\n"
+    "      --clock C, --call-graph M, --no-demangle\n"
+    "                           with --sample: as 'xptrace sample'\n"
     "  -f, --freq HZ            with --sample: samples per CPU-second (default 100)\n"
     "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
@@ -329,6 +332,7 @@ typedef struct run_outputs {
   struct xpt_counters *counters;
   bool fn_table; /* --functions without -c: the per-function table from the trace */
   bool functions;
+  bool demangle;
 } run_outputs_t;
 
 static void start_counters(int pid, void *ctx) { counters_start(ctx, (pid_t)pid); }
@@ -342,7 +346,7 @@ static void run_after(const void *ctx) {
     snprintf(samples, sizeof samples, "%s", r->samples_trace);
 #ifdef XPTRACE_HAVE_PERF
   if (r->sample && !r->perf) { /* the timer sampler's recordings (sample_timer.c), before the merge */
-    sample_timer_opts_t to = {.dir = r->dir, .demangle = true, .trace_path = samples,
+    sample_timer_opts_t to = {.dir = r->dir, .demangle = r->demangle, .trace_path = samples,
                               .trace_path_len = sizeof samples};
     sample_timer_report(&to);
   }
@@ -357,7 +361,7 @@ int cmd_run(int argc, char **argv) {
   enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
          OPT_PERIODS,
          OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
-         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD };
+         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD, OPT_OFF_CPU, OPT_CLOCK, OPT_CALL_GRAPH, OPT_NO_DEMANGLE };
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"collectors", required_argument, NULL, 'c'},
@@ -370,6 +374,10 @@ int cmd_run(int argc, char **argv) {
       {"level-zero", no_argument, NULL, OPT_LEVEL_ZERO},
       {"sample", no_argument, NULL, OPT_SAMPLE},
       {"method", required_argument, NULL, OPT_METHOD},
+      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
+      {"clock", required_argument, NULL, OPT_CLOCK},
+      {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
+      {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
       {"freq", required_argument, NULL, 'f'},
       {"periods", required_argument, NULL, OPT_PERIODS},
       {"functions", optional_argument, NULL, OPT_FUNCTIONS},
@@ -384,7 +392,8 @@ int cmd_run(int argc, char **argv) {
   };
   run_options_t o = {.collectors = "perfetto,stats"};
   bool collectors_given = false;
-  bool sample = false, mpi = false;
+  bool sample = false, mpi = false, off_cpu = false, demangle = true;
+  const char *clock = NULL, *call_graph = NULL;
   const char *periods = NULL, *method = NULL, *freq = NULL;
   const char *counters = NULL;
   opterr = 0;
@@ -404,6 +413,10 @@ int cmd_run(int argc, char **argv) {
     case OPT_LEVEL_ZERO: o.level_zero = true; break;
     case OPT_SAMPLE: sample = true; break;
     case OPT_METHOD: method = optarg; break;
+    case OPT_OFF_CPU: off_cpu = true; break;
+    case OPT_CLOCK: clock = optarg; break;
+    case OPT_CALL_GRAPH: call_graph = optarg; break;
+    case OPT_NO_DEMANGLE: demangle = false; break;
     case 'f': freq = optarg; break;
     case OPT_PERIODS: periods = optarg; break;
     case OPT_FUNCTIONS: {
@@ -503,12 +516,20 @@ int cmd_run(int argc, char **argv) {
   char sampler[PATH_MAX + 64];
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
   double hz = 100;
-  if ((method || freq) && !sample)
-    return usage_error(usage_run, "%s needs --sample", method ? "--method" : "--freq");
+  if ((method || freq || off_cpu || clock || call_graph || !demangle) && !sample)
+    return usage_error(usage_run, "%s needs --sample", method ? "--method" : freq ? "--freq" : off_cpu ? "--off-cpu"
+                       : clock ? "--clock" : call_graph ? "--call-graph" : "--no-demangle");
+  bool on[SAMPLER_NCLOCKS] = {false};
+  if (clock && !sampler_parse_clock(clock, on))
+    return usage_error(usage_run, "unknown clock '%s' (cputime, realtime or both)", clock);
+  bool wall = clock && !(on[SAMPLER_CPUTIME] && !on[SAMPLER_REALTIME]);
+  bool fp = call_graph && strcmp(call_graph, "fp") == 0;
+  if (call_graph && !fp && strcmp(call_graph, "dwarf") != 0)
+    return usage_error(usage_run, "unknown call graph '%s' (dwarf or fp)", call_graph);
   if (method && strcmp(method, "perf") != 0 && strcmp(method, "timer") != 0)
     return usage_error(usage_run, "unknown method '%s' (perf or timer)", method);
-  if (method && periods && strcmp(method, "perf") == 0)
-    return usage_error(usage_run, "--method perf samples the whole run, without --periods");
+  if (off_cpu && method && strcmp(method, "perf") != 0)
+    return usage_error(usage_run, "--off-cpu needs the perf method");
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_run, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
   /* As documented before --freq: the variable sets the rate of both methods. */
@@ -519,13 +540,23 @@ int cmd_run(int argc, char **argv) {
     return usage_error(usage_run, "sampler not installed: %s: %s", sampler, strerror(errno));
 
   sampler_period_t specs[SAMPLER_MAX_PERIODS];
-  size_t nspecs;
+  size_t nspecs = 0;
   char bad[64];
   if (periods && !sampler_parse_periods(periods, specs, &nspecs, bad, sizeof bad))
     return usage_error(usage_run,
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
+  /* As `xptrace sample`: the perf method keeps windows on one clock;
+   * specs mixing clocks are the timer's. */
+  bool mixed_windows = false;
+  for (size_t i = 1; periods && i < nspecs; ++i)
+    mixed_windows |= specs[i].clock != specs[0].clock;
+  bool want_perf = sample && (!method || strcmp(method, "perf") == 0);
+  if (want_perf && (method || off_cpu) && mixed_windows)
+    return usage_error(usage_run, "the perf method takes --periods on one clock (not several)");
+  if (want_perf && (method || off_cpu) && fp && (wall || off_cpu))
+    return usage_error(usage_run, "--off-cpu and --clock realtime need --call-graph dwarf");
   if (o.fn_select && !*o.fn_select)
     o.fn_select = NULL;
   /* Checked (and its environment set) before anything is created. */
@@ -624,20 +655,28 @@ int cmd_run(int argc, char **argv) {
   bool perf = false;
   char samples_trace[PATH_MAX + 64] = "";
 #ifdef XPTRACE_HAVE_PERF
-  sample_perf_opts_t po = {hz, 256, dir, o.verbose, false, true, 16384, samples_trace, sizeof samples_trace, NULL, 0};
-  if (sample && !periods && (!method || strcmp(method, "perf") == 0)) {
+  sample_perf_opts_t po = {hz, 256, dir, o.verbose, fp, demangle, 16384, samples_trace, sizeof samples_trace,
+                           periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};
+  if (want_perf && (mixed_windows || (wall && !method && !off_cpu))) {
+    /* As `xptrace sample`: wall time asked alone takes the timer method. */
+    fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
+            mixed_windows ? "--periods on several clocks" : "--clock realtime");
+  } else if (want_perf) {
     char why_not[256];
     perf = sample_perf_available(&po, why_not, sizeof why_not);
     if (!perf)
-      fprintf(stderr, "xptrace sample: %s; using the timer method\n", why_not);
+      fprintf(stderr, "xptrace sample: %s; using the timer method%s\n", why_not, off_cpu ? " (no off-CPU profile)" : "");
   }
 #endif
   if (sample && !perf && freq)
     set_env(o.verbose, "XPTRACE_SAMPLE_FREQ", freq);
+  if (sample && !perf && clock)
+    set_env(o.verbose, "XPTRACE_SAMPLE_CLOCK", clock);
   if (sample && !perf && (rc = preload_sampler(usage_run, o.verbose)) != 0)
     return rc;
   cnt = counters ? counters_parse(counters, why, sizeof why) : NULL;
-  run_outputs_t outputs = {dir, chosen, o.format, sample, perf, samples_trace, token, cnt, fn_table, o.functions};
+  run_outputs_t outputs = {dir,   chosen,   o.format, sample,      perf, samples_trace,
+                           token, cnt,      fn_table, o.functions, demangle};
   if (cnt) {
     launch_on_fork = start_counters;
     launch_on_fork_ctx = cnt;

@@ -33,11 +33,14 @@ static const char usage_sample[] =
     "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
     "      --method M           perf (kernel perf_event sampling from outside, CPU time;\n"
     "                           the default where the kernel allows it) or timer (signals\n"
-    "                           inside the program; also wall time and --periods)\n"
+    "                           inside the program; also --periods on several clocks)\n"
     "      --call-graph M       perf method: dwarf (unwind copies of the stack, default)\n"
     "                           or fp (frame pointers)\n"
     "      --no-demangle        keep C++ names as the symbol tables spell them\n"
     "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
+    "                           (realtime: the timer method, unless --method perf or --off-cpu)\n"
+    "      --off-cpu            perf method: where threads blocked and for how long, with\n"
+    "                           their stacks (samples_offcpu.*; root or paranoid <= 1)\n"
     "      --periods SPEC       sample only inside time windows: space-separated\n"
     "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
     "                           process_cputime; seconds; cycles 0 = forever)\n"
@@ -107,7 +110,7 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
   int rc = output_dir_prepare(usage_sample, output, name, dir, sizeof dir);
   if (rc)
     return rc;
-  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0};
+  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0, false, false};
   char why[256];
   if (!sample_perf_available(&po, why, sizeof why)) {
     fprintf(stderr, "xptrace sample: cannot attach: %s\n", why);
@@ -125,7 +128,8 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
 }
 
 int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION };
+  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION,
+         OPT_OFF_CPU };
   static const struct option longopts[] = {
       {"freq", required_argument, NULL, 'f'},
       {"method", required_argument, NULL, OPT_METHOD},
@@ -137,13 +141,14 @@ int cmd_sample(int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},
       {"pid", required_argument, NULL, 'p'},
       {"duration", required_argument, NULL, OPT_DURATION},
+      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
   const char *method = NULL, *call_graph = "dwarf", *pids = NULL, *duration = NULL;
-  bool verbose = false, demangle = true;
+  bool verbose = false, demangle = true, off_cpu = false;
   opterr = 0;
   optind = 1;
   int opt;
@@ -159,6 +164,7 @@ int cmd_sample(int argc, char **argv) {
     case 'o': output = optarg; break;
     case 'p': pids = optarg; break;
     case OPT_DURATION: duration = optarg; break;
+    case OPT_OFF_CPU: off_cpu = true; break;
     case 'v': verbose = true; break;
     case 'h': fputs(usage_sample, stdout); return 0;
     case ':': return usage_error(usage_sample, "option '%s' needs a value", argv[optind - 1]);
@@ -169,6 +175,8 @@ int cmd_sample(int argc, char **argv) {
     }
     }
   }
+  if ((pids || duration) && off_cpu)
+    return usage_error(usage_sample, "--off-cpu samples a command, not running processes");
   if (pids || duration)
     return sample_attach_cmd(pids, duration, optind < argc, freq, method, clock, periods, depth, call_graph,
                              output, verbose, demangle);
@@ -200,13 +208,20 @@ int cmd_sample(int argc, char **argv) {
                        "period '%s' is not clock:delay:duration:cycles (clock realtime, cputime "
                        "or process_cputime; seconds; duration > 0)",
                        bad[0] ? bad : periods);
-  /* The perf method keeps windows of wall time (it drops the samples
-   * outside them); CPU-time windows are the timer method's. */
-  bool cpu_windows = false;
-  for (size_t i = 0; periods && i < nspecs; ++i)
-    cpu_windows |= specs[i].clock != SAMPLER_PERIOD_REALTIME;
-  if (method && perf && (wall || cpu_windows))
-    return usage_error(usage_sample, "--method perf samples CPU time only, with --periods of realtime windows");
+  /* The perf method keeps windows on one clock (it drops the samples
+   * outside them; CPU time as its samples count it); specs mixing clocks
+   * are the timer method's. */
+  bool mixed_windows = false;
+  for (size_t i = 1; periods && i < nspecs; ++i)
+    mixed_windows |= specs[i].clock != specs[0].clock;
+  if (off_cpu && !perf)
+    return usage_error(usage_sample, "--off-cpu needs the perf method");
+  if ((method && perf) || off_cpu) {
+    if (mixed_windows)
+      return usage_error(usage_sample, "the perf method takes --periods on one clock (not several)");
+    if (fp && (wall || off_cpu))
+      return usage_error(usage_sample, "--off-cpu and --clock realtime need --call-graph dwarf");
+  }
   char sampler[PATH_MAX + 64];
   int rc;
   lib_path("libxptrace_sampler.so", sampler, sizeof sampler);
@@ -221,17 +236,17 @@ int cmd_sample(int argc, char **argv) {
   if (rc)
     return rc;
 #ifdef XPTRACE_HAVE_PERF
-  if (perf && !method && (wall || cpu_windows)) {
-    /* Wall time and CPU-time windows: only the timer method has them. */
+  if (perf && !method && !off_cpu && (wall || mixed_windows)) {
+    /* Wall time alone, windows on several clocks: the timer method's. */
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
-            cpu_windows ? "--periods of cputime or process_cputime" : "--clock realtime");
+            mixed_windows ? "--periods on several clocks" : "--clock realtime");
   } else if (perf) {
     sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
-                             periods ? specs : NULL, periods ? nspecs : 0};
+                             periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
       return sample_perf_run(command, &po, sample_after, dir);
-    fprintf(stderr, "xptrace sample: %s; using the timer method\n", why);
+    fprintf(stderr, "xptrace sample: %s; using the timer method%s\n", why, off_cpu ? " (no off-CPU profile)" : "");
   }
 #else
   if (perf && method)

@@ -1,13 +1,20 @@
 /* Kernel frame names from /proc/kallsyms (sample_kernel.h).  The kernel
- * takes ~40-90 ms to write the file (120,000 symbols), so it is read by
- * a thread of its own from the start of sampling (ksym_preload) and
- * parsed in place: one buffer, no copy per symbol. */
+ * takes ~40-90 ms of system time to write the file (120,000 symbols), so
+ * it is read by a thread of its own from the first kernel frame on
+ * (ksym_preload), parsed in place (one buffer, no copy per symbol), and
+ * its code symbols are kept in a cache per boot and set of loaded
+ * modules ($XDG_CACHE_HOME/xptrace, else ~/.cache/xptrace), which later
+ * runs read in a few milliseconds. */
 #include "sample_kernel.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct ksym {
@@ -30,8 +37,8 @@ static int ksym_cmp(const void *a, const void *b) {
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static char *read_all(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The whole of an open file, NUL-terminated; closes fd. */
+static char *read_fd(int fd) {
   if (fd < 0)
     return NULL;
   size_t len = 0, cap = 8 << 20;
@@ -56,10 +63,88 @@ static char *read_all(const char *path) {
   return buf;
 }
 
+static char *read_all(const char *path) { return read_fd(open(path, O_RDONLY | O_CLOEXEC)); }
+
+/* The cache's path for this boot and these modules (their addresses
+ * change with every load); false when there is no home to keep it in. */
+static bool cache_path(char *dir, size_t dlen, char *path, size_t plen) {
+  const char *off = getenv("XPTRACE_KSYM_CACHE");
+  if (off && strcmp(off, "0") == 0)
+    return false;
+  const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
+  /* A sysctl file refuses reads of megabytes (ENOMEM): a small one. */
+  char boot[40] = "";
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd >= 0 ? read(fd, boot, 36) : -1;
+  if (fd >= 0)
+    close(fd);
+  boot[got == 36 ? 36 : 0] = '\0';
+  char *mods = read_all("/proc/modules");
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the module list */
+  for (const char *c = mods; c && *c; ++c)
+    h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+  bool ok = boot[0] && ((xdg && xdg[0] == '/') || (home && home[0] == '/'));
+  if (ok) {
+    if (xdg && xdg[0] == '/')
+      snprintf(dir, dlen, "%s/xptrace", xdg);
+    else
+      snprintf(dir, dlen, "%s/.cache/xptrace", home);
+    snprintf(path, plen, "%s/kallsyms-%.36s-%016llx", dir, boot, (unsigned long long)h);
+  }
+  free(mods);
+  return ok;
+}
+
+/* Ours alone: a regular file or folder of this user that no one else can write. */
+static bool private_to_us(const struct stat *st, bool folder) {
+  return (folder ? S_ISDIR(st->st_mode) : S_ISREG(st->st_mode)) && st->st_uid == geteuid() &&
+         !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static char *cache_read(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !private_to_us(&st, false))) {
+    close(fd);
+    return NULL;
+  }
+  return read_fd(fd);
+}
+
+/* Written once per boot and module set: a new file, renamed into place. */
+static void cache_write(const char *dir, const char *path) {
+  char parent[PATH_MAX];
+  snprintf(parent, sizeof parent, "%s", dir);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    mkdir(parent, 0700); /* ~/.cache, when missing */
+  }
+  struct stat st;
+  if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || lstat(dir, &st) != 0 || !private_to_us(&st, true))
+    return;
+  char tmp[PATH_MAX + 128];
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  for (size_t i = 0; i < kt.n; ++i)
+    fprintf(f, "%016llx t %s\n", (unsigned long long)kt.sym[i].addr, kt.sym[i].name);
+  if (fclose(f) != 0 || rename(tmp, path) != 0)
+    unlink(tmp);
+}
+
 /* Lines "ffffffff81000000 T name[\t[module]]": code symbols (t, T, w, W). */
 static void *ksym_load(void *unused) {
   (void)unused;
-  char *p = kt.text = read_all("/proc/kallsyms");
+  char dir[PATH_MAX], path[PATH_MAX + 64];
+  bool cacheable = cache_path(dir, sizeof dir, path, sizeof path);
+  char *cached = cacheable ? cache_read(path) : NULL;
+  char *p = kt.text = cached ? cached : read_all("/proc/kallsyms");
   size_t cap = 0;
   while (p && *p) {
     char *eol = strchr(p, '\n');
@@ -84,6 +169,8 @@ static void *ksym_load(void *unused) {
   }
   if (kt.n)
     qsort(kt.sym, kt.n, sizeof *kt.sym, ksym_cmp);
+  if (cacheable && !cached && kt.n) /* addresses hidden (kptr_restrict): nothing kept */
+    cache_write(dir, path);
   return NULL;
 }
 

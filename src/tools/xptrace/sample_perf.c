@@ -29,6 +29,7 @@
 #include "sample_perf_unwind.h"
 #include "samples.h"
 #include "sample_perf_internal.h"
+#include "sample_perf_offcpu.h"
 
 
 /* ---- threads' CPU times ------------------------------------------------------ */
@@ -112,7 +113,7 @@ static bool take(const unsigned char **p, const unsigned char *end, void *out, s
 /* Whether `ns` after the exec is inside a window of wall-time specs
  * (each: `cycles` times `delay` without, `duration` with; 0 cycles:
  * forever; after the last, none). */
-static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
+static bool in_window_ns(const sampler_period_t *p, size_t n, uint64_t ns) {
   double t = (double)ns * 1e-9;
   for (size_t i = 0; i < n; ++i) {
     double cycle = p[i].delay + p[i].duration;
@@ -123,6 +124,45 @@ static bool in_window(const sampler_period_t *p, size_t n, uint64_t ns) {
     t -= cycle * (double)p[i].cycles;
   }
   return false;
+}
+
+int perf_window_clock(const sample_perf_opts_t *o) {
+  for (size_t i = 1; i < o->nperiods; ++i)
+    if (o->periods[i].clock != o->periods[0].clock)
+      return PERF_WINDOWS_MIXED;
+  return o->nperiods ? (int)o->periods[0].clock : SAMPLER_PERIOD_REALTIME;
+}
+
+bool perf_in_window(perf_state_t *s, pid_t pid, pid_t tid, uint64_t t, bool count) {
+  if (!s->o->nperiods)
+    return true;
+  int clock = perf_window_clock(s->o);
+  if (clock == SAMPLER_PERIOD_REALTIME)
+    return in_window_ns(s->o->periods, s->o->nperiods, t < s->t_exec ? 0 : t - s->t_exec);
+  /* CPU time: each process counted from its own start, as the timer
+   * method does (a forked child starts the windows again). */
+  size_t i = 0;
+  while (i < s->ncpu && s->cpu[i].pid != pid)
+    ++i;
+  if (i == s->ncpu) {
+    if (!count)
+      return false;
+    if (s->ncpu == s->capcpu) {
+      size_t cap = s->capcpu ? 2 * s->capcpu : 16;
+      struct cpuclock *c = realloc(s->cpu, cap * sizeof *c);
+      if (!c)
+        return false;
+      s->cpu = c;
+      s->capcpu = cap;
+    }
+    s->cpu[s->ncpu++] = (struct cpuclock){pid, 0, 0};
+  }
+  if (count) {
+    s->cpu[i].proc++;
+    s->cpu[i].main += tid == pid;
+  }
+  uint64_t periods = clock == SAMPLER_PERIOD_CPUTIME ? s->cpu[i].main : s->cpu[i].proc;
+  return in_window_ns(s->o->periods, s->o->nperiods, (uint64_t)((double)periods * 1e9 / effective_hz(s->o)));
 }
 
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
@@ -137,7 +177,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     return; /* the command before its exec */
   if ((int32_t)h.tid <= 0)
     return; /* a task already unhashed as it exits (per-CPU events): no thread to name */
-  if (s->o->nperiods && !in_window(s->o->periods, s->o->nperiods, h.time < s->t_exec ? 0 : h.time - s->t_exec)) {
+  if (!perf_in_window(s, (pid_t)h.pid, (pid_t)h.tid, h.time, true)) {
     s->outside++;
     return;
   }
@@ -200,6 +240,8 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     }
   }
   xs_sample(s->session, XS_CPUTIME, (pid_t)h.pid, (pid_t)h.tid, h.time, 1, s->pcs, n, truncated);
+  if (s->off && s->o->realtime) /* a period of CPU time is as much wall time */
+    xs_sample(s->session, XS_REALTIME, (pid_t)h.pid, (pid_t)h.tid, h.time, s->period_us, s->pcs, n, truncated);
 }
 
 static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
@@ -271,6 +313,8 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
     if (end - p >= 16) {
       memcpy(ids, p, 16);
       live_exit(s, (pid_t)ids[2]);
+      if (s->off)
+        offcpu_exit(s, (pid_t)ids[2]);
       if (ids[0] == ids[2])
         unw_exit(s->unw, (pid_t)ids[0]);
     }
@@ -283,7 +327,10 @@ static void on_record(perf_state_t *s, const struct perf_event_header *hdr) {
     }
     break;
   case PERF_RECORD_THROTTLE: ++s->throttled; break;
-  default: break;
+  default:
+    if (s->off)
+      offcpu_record(s, hdr);
+    break;
   }
 }
 
@@ -468,7 +515,7 @@ size_t open_rings(const sample_perf_opts_t *o, pid_t pid, bool kernel, bool per_
       close(fd);
       continue;
     }
-    rings[n++] = (ring_t){fd, m, (unsigned char *)m + page, pages * page, (pages + 1) * page};
+    rings[n++] = (ring_t){fd, m, (unsigned char *)m + page, pages * page, (pages + 1) * page, false};
   }
   *out = rings;
   return n;
@@ -519,7 +566,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
 
   const char *base = strrchr(command[0], '/');
   xs_options_t so = {o->dir,     command[0],    "perf", effective_hz(o), o->depth, o->demangle, true,
-                     false,      o->trace_path, o->trace_path_len, {effective_hz(o), 0}};
+                     false,      o->trace_path, o->trace_path_len, {effective_hz(o), 0}, o->realtime};
   perf_state_t s = {.session = xs_session_new(&so), .unw = o->fp ? NULL : unw_new(), .o = o, .root = pid};
   probe_scope(o, &s.kernel, &s.per_cpu);
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
@@ -539,6 +586,21 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   if (nrings == 0)
     fprintf(stderr, "xptrace sample: cannot sample %s: perf_event_open: %s\n", command[0],
             strerror(err ? err : ENODEV));
+  size_t ncpu_rings = nrings;
+  if (nrings && (o->off_cpu || o->realtime)) {
+    /* The switch-out sample is taken in the kernel: it needs kernel
+     * sampling, and its stack DWARF unwinding. */
+    if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
+      nrings = offcpu_open_rings(o, pid, &rings, nrings);
+    if (nrings == ncpu_rings) {
+      offcpu_free(s.off);
+      s.off = NULL;
+      fprintf(stderr, "xptrace sample: no %s profile: context-switch samples need %s\n",
+              o->off_cpu ? "off-CPU" : "wall-time",
+              o->fp ? "--call-graph dwarf" : "kernel sampling (root, or kernel.perf_event_paranoid <= 1)");
+    }
+    s.period_us = (uint64_t)(1e6 / effective_hz(o) + 0.5);
+  }
   reader_t rd;
   reader_init(&rd, rings, nrings, s.per_cpu, pid);
   bool threaded = reader_start(&rd);
@@ -594,7 +656,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
 
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-  char unwinder[192], how[96];
+  char unwinder[256], how[96];
   snprintf(how, sizeof how, "; %s, %s", s.per_cpu ? "per-CPU events" : "per-thread events",
            s.kernel ? "user and kernel time" : "user time only");
   if (o->fp)
@@ -602,6 +664,10 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
   else
     snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, DWARF unwinding of %u KiB stack copies%s",
              o->stack_size / 1024, how);
+  if (s.off) {
+    size_t len = strlen(unwinder);
+    snprintf(unwinder + len, sizeof unwinder - len, "; context switches of the command's threads");
+  }
   xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu, -1, unwinder, s.kernel, s.per_cpu};
   double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
   uint64_t written = s.session && nrings ? xs_session_finish(s.session, &ms) : 1;
@@ -633,9 +699,11 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
               (unsigned long long)s.throttled);
   }
   xs_session_free(s.session);
+  offcpu_free(s.off);
   unw_free(s.unw);
   free(s.pcs);
   free(s.live);
+  free(s.cpu);
   launch_forward_said(command[0]);
   if (after)
     after(ctx);

@@ -24,6 +24,10 @@ typedef struct sample_perf_opts {
    * windows, counted from the command's exec, are left out. */
   const struct sampler_period *periods;
   size_t nperiods;
+  /* Context switches of the tree (needs kernel sampling): off_cpu writes
+   * samples_offcpu.* (where threads blocked, in microseconds), realtime
+   * samples_realtime.* (CPU samples and off-CPU intervals: wall time). */
+  bool off_cpu, realtime;
 } sample_perf_opts_t;
 
 /* Whether this kernel lets us sample a child of ours; false with the

@@ -107,7 +107,7 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
   if (f)
     fclose(f);
   xs_options_t so = {o->dir, comm, "perf", effective_hz(o), o->depth, o->demangle, true, false,
-                     o->trace_path, o->trace_path_len, {effective_hz(o), 0}};
+                     o->trace_path, o->trace_path_len, {effective_hz(o), 0}, false};
   s.session = xs_session_new(&so);
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
   ring_t *rings = NULL;

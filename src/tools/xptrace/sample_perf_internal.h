@@ -13,6 +13,8 @@
 #include "sample_perf_unwind.h"
 #include "samples.h"
 
+typedef struct offcpu offcpu_t; /* sample_perf_offcpu.h */
+
 typedef struct perf_state {
   xs_session_t *session;
   unw_t *unw;
@@ -25,12 +27,25 @@ typedef struct perf_state {
   bool root_execed;     /* the command's exec seen: its samples count */
   uint64_t t_exec;      /* its time (CLOCK_MONOTONIC ns), for --periods */
   pid_t root;
+  /* --periods on a CPU-time clock: each process's CPU time as its samples
+   * count it (all, and its main thread's), periods of CPU time each. */
+  struct cpuclock { pid_t pid; uint64_t proc, main; } *cpu;
+  size_t ncpu, capcpu;
+  offcpu_t *off;     /* --off-cpu, --clock realtime: switch-outs waiting for their switch-in */
+  uint64_t period_us; /* of a CPU sample, for the wall-time profile */
 } perf_state_t;
 
 /* A thread whose CPU time the launcher reads while it runs. */
 void live_add(perf_state_t *s, pid_t pid, pid_t tid);
 /* Read a few threads' CPU times (in turn) into the session. */
 void live_refresh(perf_state_t *s);
+/* Whether thread tid of pid at time t (CLOCK_MONOTONIC ns) is inside the
+ * --periods windows; count: a CPU sample of it (CPU-time clocks advance). */
+bool perf_in_window(perf_state_t *s, pid_t pid, pid_t tid, uint64_t t, bool count);
+/* The clock of the --periods windows (enum sampler_period_clock), one for
+ * all specs; PERF_WINDOWS_MIXED when they mix clocks (the timer's then). */
+#define PERF_WINDOWS_MIXED (-1)
+int perf_window_clock(const sample_perf_opts_t *o);
 /* Hand what the reader copied to the session, in time order. */
 void handle_batch(perf_state_t *s, reader_t *rd);
 long read_sysctl(const char *name, long fallback);

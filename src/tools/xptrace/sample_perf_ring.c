@@ -10,7 +10,7 @@
 uint64_t perf_record_time(const struct perf_event_header *h) {
   const unsigned char *p = (const unsigned char *)h;
   uint64_t t;
-  if (h->type == PERF_RECORD_SAMPLE) { /* after IP and TID */
+  if (h->type == PERF_RECORD_SAMPLE || h->type == XP_RECORD_SWITCH_SAMPLE) { /* after IP and TID */
     memcpy(&t, p + sizeof *h + 16, 8);
     return t;
   }
@@ -104,6 +104,8 @@ static void ring_drain(reader_t *rd, ring_t *r, batch_t *b) {
     struct perf_event_header *copy = malloc(hdr.size);
     if (copy) {
       ring_peek(r, tail, copy, hdr.size);
+      if (r->switches && copy->type == PERF_RECORD_SAMPLE)
+        copy->type = XP_RECORD_SWITCH_SAMPLE;
       if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 1024;
         void *rec = realloc(b->rec, cap * sizeof *b->rec);

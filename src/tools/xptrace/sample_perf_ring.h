@@ -20,7 +20,12 @@ typedef struct ring {
   struct perf_event_mmap_page *meta;
   unsigned char *data;
   size_t size, map_size;
+  bool switches; /* context-switch event: its samples are retyped XP_RECORD_SWITCH_SAMPLE */
 } ring_t;
+
+/* A switch-out sample (sample_perf_offcpu.c), told apart from the
+ * cpu-clock samples by its ring; beyond the kernel's record types. */
+#define XP_RECORD_SWITCH_SAMPLE 0x7f01
 
 typedef struct batch {
   struct perf_event_header **rec;
@@ -56,7 +61,7 @@ void reader_take(reader_t *r, batch_t *b);
 void reader_stop(reader_t *r);
 void reader_free(reader_t *r);
 
-/* A record's time (sample_id_all's, or a sample's own). */
+/* A record's time (sample_id_all's, or a sample's own; switch-out samples too). */
 uint64_t perf_record_time(const struct perf_event_header *h);
 
 #endif /* XPTRACE_SAMPLE_PERF_RING_H */

@@ -428,8 +428,9 @@ static void folded_svg(const xs_session_t *s, const char *folded_path, xs_clock_
   size_t stem = strlen(name) - strlen(".folded");
   snprintf(svg, sizeof svg, "%.*s.svg", (int)stem, name);
   const char *base = strrchr(s->o.command, '/');
-  snprintf(title, sizeof title, "%s: %s samples", base ? base + 1 : s->o.command,
-           clock == XS_CPUTIME ? "CPU-time" : "wall-time");
+  snprintf(title, sizeof title, "%s: %s", base ? base + 1 : s->o.command,
+           clock == XS_CPUTIME ? "CPU-time samples" : clock == XS_OFFCPU ? "off-CPU time (us)"
+           : s->o.realtime_us ? "wall time (us)" : "wall-time samples");
   int err = fg_folded_to_svg(s->o.dir, name, svg, title);
   if (err)
     fprintf(stderr, "xptrace: cannot write %s/%s: %s\n", s->o.dir, svg, strerror(err));
@@ -571,8 +572,13 @@ static void csv_field(FILE *f, const char *text) {
   fputc('"', f);
 }
 
-static const char *const clock_name[XS_NCLOCKS] = {"cputime", "realtime"};
-static const char *const clock_suffix[XS_NCLOCKS] = {"", "_realtime"};
+static const char *const clock_name[XS_NCLOCKS] = {"cputime", "realtime", "offcpu"};
+static const char *const clock_suffix[XS_NCLOCKS] = {"", "_realtime", "_offcpu"};
+
+/* Whether a clock's weights are microseconds rather than periods. */
+static bool clock_us(const xs_session_t *s, xs_clock_t clock) {
+  return clock == XS_OFFCPU || (clock == XS_REALTIME && s->o.realtime_us);
+}
 
 /* One clock's files and table; returns its total weight. */
 /* Whether `clock` was sampled, and at what rate (xs_options_t.clock_hz). */
@@ -646,7 +652,9 @@ static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
   snprintf(name, sizeof name, "samples%s.csv", clock_suffix[clock]);
   f = total ? xpt_create_stream(s->o.dir, name, path, sizeof path) : NULL;
   if (f) {
-    fputs("function,module,self_samples,inclusive_samples,self_percent,inclusive_percent\n", f);
+    fputs(clock_us(s, clock) ? "function,module,self_us,inclusive_us,self_percent,inclusive_percent\n"
+                             : "function,module,self_samples,inclusive_samples,self_percent,inclusive_percent\n",
+          f);
     for (size_t i = 0; i < nf; ++i) {
       csv_field(f, fns[i]->name);
       fputc(',', f);
@@ -663,18 +671,26 @@ static uint64_t report_clock(xs_session_t *s, xs_clock_t clock, bool table) {
     sampled += s->threads[i].samples[clock] != 0;
   const char *base = strrchr(s->o.command, '/');
   base = base ? base + 1 : s->o.command;
-  fprintf(stderr, "xptrace sample: %s (pid %d): %llu %s samples at %g Hz, %zu of %zu thread(s) sampled",
-          base, (int)s->root, (unsigned long long)total, clock_name[clock], clock_rate(s, clock),
-          sampled, s->nthreads);
+  bool us = clock_us(s, clock);
+  if (us)
+    fprintf(stderr, "xptrace sample: %s (pid %d): %.3f s %s, %zu of %zu thread(s)", base, (int)s->root,
+            (double)total * 1e-6,
+            clock == XS_OFFCPU ? "off-CPU (blocked, by stack at the switch-out)"
+                               : "of wall time (CPU samples and off-CPU intervals)",
+            sampled, s->nthreads);
+  else
+    fprintf(stderr, "xptrace sample: %s (pid %d): %llu %s samples at %g Hz, %zu of %zu thread(s) sampled",
+            base, (int)s->root, (unsigned long long)total, clock_name[clock], clock_rate(s, clock),
+            sampled, s->nthreads);
   if (s->nprocs > 1)
     fprintf(stderr, " in %zu processes", s->nprocs);
   fputc('\n', stderr);
   if (table && nf) {
-    fprintf(stderr, "  %6s %6s %8s  %s\n", "self%", "incl%", "samples", "function (module)");
+    fprintf(stderr, "  %6s %6s %8s  %s\n", "self%", "incl%", us ? "self ms" : "samples", "function (module)");
     for (size_t i = 0; i < nf && i < 20; ++i)
       fprintf(stderr, "  %6.1f %6.1f %8llu  %s (%s)\n", (double)fns[i]->self * scale,
-              (double)fns[i]->incl * scale, (unsigned long long)fns[i]->self, fns[i]->name,
-              fns[i]->module);
+              (double)fns[i]->incl * scale, (unsigned long long)(us ? (fns[i]->self + 500) / 1000 : fns[i]->self),
+              fns[i]->name, fns[i]->module);
   }
   free(fns);
   for (size_t i = 0; i < a.nlines; ++i)
@@ -763,7 +779,8 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
       uint64_t n = report_clock(s, (xs_clock_t)c, !s->o.quiet_table);
       if (c == XS_CPUTIME)
         report_processes(s, n);
-      total += n;
+      if (!clock_us(s, (xs_clock_t)c)) /* samples, not microseconds */
+        total += n;
     }
   char path[PATH_MAX + 64];
   bool wrote = s->o.trace && s->nrecs && xs_write_trace(s, path, sizeof path);

@@ -5,7 +5,7 @@
  * threads, mappings and samples, each stamped with CLOCK_MONOTONIC ns.
  * At the end the session symbolizes (src/symbols, with the mappings valid
  * at each sample's time) and writes every output:
- *   samples.folded, samples.csv           (CPU time; *_realtime.* for wall time)
+ *   samples.folded, samples.csv           (CPU time; *_realtime.* wall time, *_offcpu.* blocked)
  *   samples.perfetto-trace                (PerfSample packets, docs/sampler.md)
  *   the summary table on stderr           (one for the whole process tree)
  * Single-threaded: one thread of the launcher owns a session. */
@@ -20,7 +20,9 @@
 typedef struct xs_session xs_session_t;
 
 /* The clock a sample was taken on: each has its own folded/csv files. */
-typedef enum xs_clock { XS_CPUTIME = 0, XS_REALTIME = 1, XS_NCLOCKS } xs_clock_t;
+/* XS_OFFCPU (perf method, --off-cpu): intervals a thread was blocked,
+ * weighted in microseconds. */
+typedef enum xs_clock { XS_CPUTIME = 0, XS_REALTIME = 1, XS_OFFCPU = 2, XS_NCLOCKS } xs_clock_t;
 
 typedef struct xs_options {
   const char *dir;     /* output folder, already created */
@@ -37,6 +39,9 @@ typedef struct xs_options {
    * about CPU time, or at `hz`, were false under --clock realtime); all
    * 0: `hz` for every clock and CPU time always reported. */
   double clock_hz[XS_NCLOCKS];
+  /* XS_REALTIME weighs microseconds of wall time (the perf method's CPU
+   * samples and off-CPU intervals), not periods. */
+  bool realtime_us;
 } xs_options_t;
 
 /* NULL when out of memory.  The strings of `o` must outlive the session. */

@@ -1,6 +1,8 @@
 /* The session's samples as a Perfetto trace: PerfSample packets (pid,
- * tid, MONOTONIC time, callstack) on one sequence of their own, with the
- * callstacks, frames, function names and mappings interned. */
+ * tid, MONOTONIC time, callstack), one trusted sequence per process (its
+ * own descriptors and interned callstacks, frames, function names and
+ * mappings: per-CPU events sample a whole process tree, and Perfetto
+ * binds a sequence's interned data to one process). */
 #include "samples_internal.h"
 
 #include <errno.h>
@@ -74,8 +76,9 @@ enum {
 };
 
 /* Sequence ids of the events trace are 1..127 and ((pid & 0x7fff) + 1)
- * << 16 | index (at most 0x8000ffff): the samples' sequence lies above. */
-static uint32_t samples_seq(pid_t root) { return 0x90000000u | ((uint32_t)root & 0xffffu); }
+ * << 16 | index (at most 0x8000ffff): the samples' sequences lie above,
+ * one per process (pids are below 2^22). */
+static uint32_t samples_seq(pid_t pid) { return 0x90000000u | ((uint32_t)pid & 0x0fffffffu); }
 
 static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
@@ -242,26 +245,25 @@ static uint64_t intern_mapping(writer_t *w, const xs_frm_t *f) {
   return iid;
 }
 
-static void descriptors(writer_t *w, const xs_session_t *s) {
-  for (size_t i = 0; i < s->nprocs; ++i) {
-    const xs_proc_t *p = &s->procs[i];
-    size_t pk = pb_open(&w->b, TRACE_PACKET);
-    pb_uint(&w->b, TP_SEQ, w->seq);
-    size_t td = pb_open(&w->b, TP_TRACK_DESCRIPTOR);
-    pb_uint(&w->b, TD_UUID, (uint64_t)p->pid << 32);
-    size_t pd = pb_open(&w->b, TD_PROCESS);
-    pb_uint(&w->b, PD_PID, (uint64_t)p->pid);
-    pb_string(&w->b, PD_NAME, p->name[0] ? p->name : "process");
-    pb_close(&w->b, pd);
-    pb_close(&w->b, td);
-    pb_close(&w->b, pk);
-  }
+static void descriptors(writer_t *w, const xs_session_t *s, pid_t pid) {
+  const xs_proc_t *p = xs_proc_of(s, pid);
+  size_t pk = pb_open(&w->b, TRACE_PACKET);
+  pb_uint(&w->b, TP_SEQ, w->seq);
+  size_t td = pb_open(&w->b, TP_TRACK_DESCRIPTOR);
+  pb_uint(&w->b, TD_UUID, (uint64_t)pid << 32);
+  size_t pd = pb_open(&w->b, TD_PROCESS);
+  pb_uint(&w->b, PD_PID, (uint64_t)pid);
+  pb_string(&w->b, PD_NAME, p && p->name[0] ? p->name : "process");
+  pb_close(&w->b, pd);
+  pb_close(&w->b, td);
+  pb_close(&w->b, pk);
   for (size_t i = 0; i < s->nthreads; ++i) {
     const xs_thread_t *t = &s->threads[i];
-    const xs_proc_t *p = xs_proc_of(s, t->pid);
-    size_t pk = pb_open(&w->b, TRACE_PACKET);
+    if (t->pid != pid)
+      continue;
+    pk = pb_open(&w->b, TRACE_PACKET);
     pb_uint(&w->b, TP_SEQ, w->seq);
-    size_t td = pb_open(&w->b, TP_TRACK_DESCRIPTOR);
+    td = pb_open(&w->b, TP_TRACK_DESCRIPTOR);
     pb_uint(&w->b, TD_UUID, ((uint64_t)t->pid << 32) | (uint32_t)t->tid);
     pb_uint(&w->b, TD_PARENT, (uint64_t)t->pid << 32);
     size_t th = pb_open(&w->b, TD_THREAD);
@@ -276,39 +278,72 @@ static void descriptors(writer_t *w, const xs_session_t *s) {
   }
 }
 
-bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
-  writer_t w = {.seq = samples_seq(s->root)};
-  w.fd = xpt_create_file(s->o.dir, "samples.perfetto-trace", path, len);
-  if (w.fd < 0)
-    return false;
-  uint64_t mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
-  size_t p = pb_open(&w.b, TRACE_PACKET);
-  pb_uint(&w.b, TP_TIMESTAMP, mono);
-  pb_uint(&w.b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
-  pb_uint(&w.b, TP_SEQ, w.seq);
-  pb_uint(&w.b, TP_SEQ_FLAGS, SEQ_CLEARED);
-  size_t cs = pb_open(&w.b, TP_CLOCK_SNAPSHOT);
-  size_t c = pb_open(&w.b, CS_CLOCKS);
-  pb_uint(&w.b, CLK_ID, CLOCK_BOOTTIME_ID);
-  pb_uint(&w.b, CLK_TS, boot);
-  pb_close(&w.b, c);
-  c = pb_open(&w.b, CS_CLOCKS);
-  pb_uint(&w.b, CLK_ID, CLOCK_MONOTONIC_ID);
-  pb_uint(&w.b, CLK_TS, mono);
-  pb_close(&w.b, c);
-  pb_uint(&w.b, CS_PRIMARY, CLOCK_MONOTONIC_ID);
-  pb_close(&w.b, cs);
-  pb_close(&w.b, p);
-  descriptors(&w, s);
+/* The records written: samples, not microseconds of off-CPU intervals. */
+static bool is_sample(const xs_session_t *s, const xs_rec_t *r) {
+  return !(r->clock == XS_OFFCPU || (r->clock == XS_REALTIME && s->o.realtime_us));
+}
 
+static const xs_session_t *sort_session;
+/* Records by process, then in the order they came. */
+static int rec_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  pid_t px = sort_session->recs[x].pid, py = sort_session->recs[y].pid;
+  return px != py ? (px < py ? -1 : 1) : (x > y) - (x < y);
+}
+
+/* A new sequence: its first packet clears the incremental state (and
+ * anchors MONOTONIC to BOOTTIME, the same snapshot on each). */
+static void sequence_start(writer_t *w, pid_t pid, uint64_t mono, uint64_t boot) {
+  interned_close(w);
+  w->seq = samples_seq(pid);
+  free(w->names.key);
+  free(w->names.val);
+  free(w->paths.key);
+  free(w->paths.val);
+  memset(&w->names, 0, sizeof w->names);
+  memset(&w->paths, 0, sizeof w->paths);
+  w->nnames = w->npaths = w->nmappings = 0;
+  size_t p = pb_open(&w->b, TRACE_PACKET);
+  pb_uint(&w->b, TP_TIMESTAMP, mono);
+  pb_uint(&w->b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(&w->b, TP_SEQ, w->seq);
+  pb_uint(&w->b, TP_SEQ_FLAGS, SEQ_CLEARED);
+  size_t cs = pb_open(&w->b, TP_CLOCK_SNAPSHOT);
+  size_t c = pb_open(&w->b, CS_CLOCKS);
+  pb_uint(&w->b, CLK_ID, CLOCK_BOOTTIME_ID);
+  pb_uint(&w->b, CLK_TS, boot);
+  pb_close(&w->b, c);
+  c = pb_open(&w->b, CS_CLOCKS);
+  pb_uint(&w->b, CLK_ID, CLOCK_MONOTONIC_ID);
+  pb_uint(&w->b, CLK_TS, mono);
+  pb_close(&w->b, c);
+  pb_uint(&w->b, CS_PRIMARY, CLOCK_MONOTONIC_ID);
+  pb_close(&w->b, cs);
+  pb_close(&w->b, p);
+}
+
+/* The interned data of one process's records (recs[idx[0..n)]): the
+ * frames, mappings and callstacks they use, marked with `stamp`. */
+static void intern_used(writer_t *w, const xs_session_t *s, const uint32_t *idx, size_t n, uint32_t stamp,
+                        uint32_t *stack_mark, uint32_t *frame_mark, uint64_t *mapping_of, size_t *first) {
+  for (size_t r = 0; r < n; ++r) {
+    uint32_t st = s->recs[idx[r]].stack;
+    if (stack_mark[st] == stamp)
+      continue;
+    stack_mark[st] = stamp;
+    for (uint32_t d = 0; d < s->stacks[st]->n; ++d)
+      frame_mark[s->stacks[st]->frame[d]] = stamp;
+  }
   /* Frames: one per expanded symbol (an inlined call is a frame of its
-   * own, at the same address); iid = symbol index + 1. */
-  uint64_t *mapping_of = calloc(s->nframes + 1, sizeof *mapping_of);
-  /* Mappings are distinct by (module, start): the first frame seen of
-   * each stands for it (few mappings: a linear search). */
-  size_t *first = calloc(s->nframes + 1, sizeof *first), nfirst = 0;
-  for (size_t i = 0; mapping_of && first && i < s->nframes; ++i) {
+   * own, at the same address); iid = symbol index + 1.  Mappings are
+   * distinct by (module, start): the first frame seen of each stands for
+   * it (few mappings: a linear search). */
+  size_t nfirst = 0;
+  for (size_t i = 0; i < s->nframes; ++i) {
+    if (frame_mark[i] != stamp)
+      continue;
     const xs_frm_t *f = &s->frames[i];
+    mapping_of[i] = 0;
     if (f->module) {
       for (size_t j = 0; j < nfirst && !mapping_of[i]; ++j) {
         const xs_frm_t *g = &s->frames[first[j]];
@@ -316,56 +351,116 @@ bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
           mapping_of[i] = mapping_of[first[j]];
       }
       if (!mapping_of[i]) {
-        mapping_of[i] = intern_mapping(&w, f);
+        mapping_of[i] = intern_mapping(w, f);
         first[nfirst++] = i;
       }
     }
     for (uint32_t k = 0; k < f->nsym; ++k) {
       const xs_sym_t *y = &s->syms[f->sym + k];
-      uint64_t name = intern_string(&w, &w.names, &w.nnames, ID_FUNCTION_NAMES, y->function);
-      interned_open(&w);
-      size_t e = pb_open(&w.b, ID_FRAMES);
-      pb_uint(&w.b, FR_IID, f->sym + k + 1);
-      pb_uint(&w.b, FR_FUNCTION, name);
+      uint64_t name = intern_string(w, &w->names, &w->nnames, ID_FUNCTION_NAMES, y->function);
+      interned_open(w);
+      size_t e = pb_open(&w->b, ID_FRAMES);
+      pb_uint(&w->b, FR_IID, f->sym + k + 1);
+      pb_uint(&w->b, FR_FUNCTION, name);
       if (mapping_of[i]) {
-        pb_uint(&w.b, FR_MAPPING, mapping_of[i]);
-        pb_uint(&w.b, FR_REL_PC, f->off);
+        pb_uint(&w->b, FR_MAPPING, mapping_of[i]);
+        pb_uint(&w->b, FR_REL_PC, f->off);
       }
-      pb_close(&w.b, e);
+      pb_close(&w->b, e);
     }
   }
   /* Callstacks: outermost frame first, as Perfetto wants. */
   for (size_t i = 0; i < s->nstacks; ++i) {
+    if (stack_mark[i] != stamp)
+      continue;
     const xs_stack_t *st = s->stacks[i];
-    interned_open(&w);
-    size_t e = pb_open(&w.b, ID_CALLSTACKS);
-    pb_uint(&w.b, CSK_IID, i + 1);
+    interned_open(w);
+    size_t e = pb_open(&w->b, ID_CALLSTACKS);
+    pb_uint(&w->b, CSK_IID, i + 1);
     for (uint32_t d = st->n; d-- > 0;) {
       const xs_frm_t *f = &s->frames[st->frame[d]];
       for (uint32_t k = f->nsym; k-- > 0;)
-        pb_uint(&w.b, CSK_FRAMES, f->sym + k + 1);
+        pb_uint(&w->b, CSK_FRAMES, f->sym + k + 1);
     }
-    pb_close(&w.b, e);
+    pb_close(&w->b, e);
   }
-  interned_close(&w);
+  interned_close(w);
+}
+
+bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
+  writer_t w = {.seq = samples_seq(s->root)};
+  w.fd = xpt_create_file(s->o.dir, "samples.perfetto-trace", path, len);
+  if (w.fd < 0)
+    return false;
+  uint64_t mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
+  /* The records by process; the processes known without records too. */
+  uint32_t *idx = malloc((s->nrecs + 1) * sizeof *idx);
+  uint32_t *stack_mark = calloc(s->nstacks + 1, sizeof *stack_mark);
+  uint32_t *frame_mark = calloc(s->nframes + 1, sizeof *frame_mark);
+  uint64_t *mapping_of = calloc(s->nframes + 1, sizeof *mapping_of);
+  size_t *first = calloc(s->nframes + 1, sizeof *first);
+  pid_t *pids = malloc((s->nprocs + 1) * sizeof *pids);
+  if (!idx || !stack_mark || !frame_mark || !mapping_of || !first || !pids) {
+    w.failed = true;
+    errno = ENOMEM;
+  }
+  size_t n = 0;
+  for (size_t i = 0; !w.failed && i < s->nrecs; ++i)
+    if (is_sample(s, &s->recs[i]))
+      idx[n++] = (uint32_t)i;
+  sort_session = s;
+  if (n)
+    qsort(idx, n, sizeof *idx, rec_cmp);
+  size_t npids = 0;
+  for (size_t i = 0; !w.failed && i < s->nprocs; ++i) {
+    size_t lo = 0, hi = n; /* idx is sorted by pid */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (s->recs[idx[mid]].pid < s->procs[i].pid)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == n || s->recs[idx[lo]].pid != s->procs[i].pid) /* descriptors only */
+      pids[npids++] = s->procs[i].pid;
+  }
+  uint32_t stamp = 0;
+  /* Each process with records (in pid order), then those without. */
+  for (size_t at = 0; !w.failed && (at < n || npids);) {
+    pid_t pid;
+    size_t end = at;
+    if (at < n) {
+      pid = s->recs[idx[at]].pid;
+      while (end < n && s->recs[idx[end]].pid == pid)
+        ++end;
+    } else {
+      pid = pids[--npids];
+    }
+    sequence_start(&w, pid, mono, boot);
+    descriptors(&w, s, pid);
+    intern_used(&w, s, idx + at, end - at, ++stamp, stack_mark, frame_mark, mapping_of, first);
+    for (; at < end; ++at) {
+      const xs_rec_t *r = &s->recs[idx[at]];
+      size_t pk = pb_open(&w.b, TRACE_PACKET);
+      pb_uint(&w.b, TP_TIMESTAMP, r->t);
+      pb_uint(&w.b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+      pb_uint(&w.b, TP_SEQ, w.seq);
+      size_t ps = pb_open(&w.b, TP_PERF_SAMPLE);
+      pb_uint(&w.b, PS_PID, (uint64_t)r->pid);
+      pb_uint(&w.b, PS_TID, (uint64_t)r->tid);
+      pb_uint(&w.b, PS_CALLSTACK, r->stack + 1);
+      pb_uint(&w.b, PS_CPU_MODE, CPU_MODE_USER);
+      pb_close(&w.b, ps);
+      pb_close(&w.b, pk);
+      flush(&w, false);
+    }
+  }
+  free(idx);
+  free(stack_mark);
+  free(frame_mark);
   free(mapping_of);
   free(first);
-
-  for (size_t i = 0; i < s->nrecs; ++i) {
-    const xs_rec_t *r = &s->recs[i];
-    size_t pk = pb_open(&w.b, TRACE_PACKET);
-    pb_uint(&w.b, TP_TIMESTAMP, r->t);
-    pb_uint(&w.b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
-    pb_uint(&w.b, TP_SEQ, w.seq);
-    size_t ps = pb_open(&w.b, TP_PERF_SAMPLE);
-    pb_uint(&w.b, PS_PID, (uint64_t)r->pid);
-    pb_uint(&w.b, PS_TID, (uint64_t)r->tid);
-    pb_uint(&w.b, PS_CALLSTACK, r->stack + 1);
-    pb_uint(&w.b, PS_CPU_MODE, CPU_MODE_USER);
-    pb_close(&w.b, ps);
-    pb_close(&w.b, pk);
-    flush(&w, false);
-  }
+  free(pids);
   flush(&w, true);
   free(w.b.data);
   free(w.names.key);

@@ -1,0 +1,22 @@
+/* Off-CPU time under the perf method (sample_perf_offcpu.c): where each
+ * thread of the command's tree waited, for how long, with its stack. */
+#ifndef XPTRACE_SAMPLE_PERF_OFFCPU_H
+#define XPTRACE_SAMPLE_PERF_OFFCPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sample_perf_internal.h"
+
+offcpu_t *offcpu_new(size_t depth);
+void offcpu_free(offcpu_t *oc);
+/* Append one context-switch event and ring per CPU on `pid` (inherited,
+ * enabled at its exec) to *rings (n of them); returns the new count. */
+size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings, size_t n);
+/* A switch-out sample or a switch record: true when it was one. */
+bool offcpu_record(perf_state_t *s, const struct perf_event_header *hdr);
+/* A thread ended: its last switch-out has no switch-in. */
+void offcpu_exit(perf_state_t *s, pid_t tid);
+
+#endif /* XPTRACE_SAMPLE_PERF_OFFCPU_H */
