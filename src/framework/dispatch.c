@@ -404,8 +404,10 @@ XPTI_EXPORT_API uint8_t xptiGetDefaultStreamID(void) {
   return atomic_load_explicit(&g.default_stream, memory_order_relaxed);
 }
 
+/* Intel's range (any id below 128, registered or not: a stream may be
+ * registered after it is made the default), 0 excepted: never a stream. */
 XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream) {
-  if (!stream_registered(stream))
+  if (stream == 0 || (stream >= 128 && !stream_registered(stream)))
     return XPTI_RESULT_INVALIDARG;
   atomic_store_explicit(&g.default_stream, stream, memory_order_relaxed);
   return XPTI_RESULT_SUCCESS;
