@@ -185,6 +185,7 @@ typedef struct xpti_uid_t {
   }
 #endif
 } xpti_uid_t;
+#undef XPTI_ZERO_
 
 /* A trace point's description: 80 bytes on LP64. */
 typedef struct xpti_payload_t {
