@@ -15,12 +15,14 @@
 #include "bench_empty.h"
 #include "bench_floors.h"
 #include "xpti/xpti_trace_framework.h"
+#include "xptrace/xptrace_protocol.h"
 
 typedef enum cg_mode {
   CG_LOOP,          /* the loop alone: the baseline */
   CG_DIRECT_CALL,   /* an empty non-inlined function */
   CG_DSO_CALL,      /* an empty function in another .so, through a pointer */
   CG_NOTIFY,        /* xptiNotifySubscribers, one empty callback */
+  CG_NOTIFY_STAMP,  /* the same once a collector asked for the per-thread stamp */
   CG_TRACE_ENABLED, /* xptiTraceEnabled */
   CG_MAKE_SAME,     /* xptiMakeEvent, the same (registered) payload object */
   CG_MAKE_COPY,     /* xptiMakeEvent, a fresh copy of an existing payload */
@@ -30,7 +32,7 @@ typedef enum cg_mode {
 } cg_mode_t;
 
 static const char *const cg_mode_names[CG_MODE_COUNT] = {
-    "loop", "direct-call", "dso-call", "notify", "trace-enabled",
+    "loop", "direct-call", "dso-call", "notify", "notify-stamped", "trace-enabled",
     "make-same", "make-copy", "find", "lookup-string",
 };
 
@@ -63,6 +65,7 @@ __attribute__((noinline)) void cg_measured(cg_mode_t mode, unsigned long n) {
     }
     break;
   case CG_NOTIFY:
+  case CG_NOTIFY_STAMP:
     for (unsigned long i = 0; i < n; i++)
       sum += (unsigned)xptiNotifySubscribers(cg_stream, XPTI_TRACE_TASK_BEGIN, NULL, cg_event, i,
                                              NULL);
@@ -118,6 +121,8 @@ int main(int argc, char **argv) {
     return 2;
   }
 #ifndef CG_PROXY
+  if (mode == CG_NOTIFY_STAMP)
+    (void)xptraceThreadStamp(); /* what a collector sharing the stamp does */
   /* Against the dispatcher: tracing on, one stream, one empty callback,
    * one existing trace point. */
   xptiForceSetTraceEnabled(true);

@@ -64,6 +64,7 @@ row "call through pointer into another .so (floor)" cg_bench_fw dso-call
 row "proxy stub xptiNotifySubscribers, tracing off" cg_bench_proxy notify
 row "proxy stub xptiTraceEnabled, tracing off" cg_bench_proxy trace-enabled
 row "xptiNotifySubscribers, one empty callback" cg_bench_fw notify
+row "  the same once a collector shares the per-thread stamp" cg_bench_fw notify-stamped
 row "xptiMakeEvent, existing payload (same registered object)" cg_bench_fw make-same
 row "xptiMakeEvent, existing payload (fresh copy: key lookup)" cg_bench_fw make-copy
 row "xptiFindEvent" cg_bench_fw find

@@ -160,10 +160,17 @@ typedef enum xpti_metadata_type_t {
 } xpti_metadata_type_t;
 
 /* 128-bit key plus a spare word, as in the reference layout. */
+/* C++14 and later: zeroed when default-constructed, as Intel's uid_t is
+ * (still an aggregate, so braced initialisation keeps working). */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define XPTI_ZERO_ = 0
+#else
+#define XPTI_ZERO_
+#endif
 typedef struct xpti_uid_t {
-  uint64_t p1; /* source file string id << 32 | function string id */
-  uint64_t p2; /* line << 32 | column */
-  uint64_t p3; /* code pointer when the payload has no name or file */
+  uint64_t p1 XPTI_ZERO_; /* source file string id << 32 | function string id */
+  uint64_t p2 XPTI_ZERO_; /* line << 32 | column */
+  uint64_t p3 XPTI_ZERO_; /* code pointer when the payload has no name or file */
 #ifdef __cplusplus
   /* Intel's helpers; members add nothing to the layout. */
   uint64_t hash() const {
@@ -178,6 +185,7 @@ typedef struct xpti_uid_t {
   }
 #endif
 } xpti_uid_t;
+#undef XPTI_ZERO_
 
 /* A trace point's description: 80 bytes on LP64. */
 typedef struct xpti_payload_t {

@@ -64,6 +64,9 @@ static struct {
   _Atomic bool enabled; /* the answer of xptiTraceEnabled */
   /* Some collector asked for xptraceThreadStamp: notifications count. */
   _Atomic bool stamps_used;
+  /* Both of the above in one byte, for notification's one test:
+   * GATE_ENABLED | GATE_STAMPS; the two flags stay for their readers. */
+  _Atomic uint8_t gate;
   stream_t stream[256];
   _Atomic uint32_t nstreams;
   _Atomic uint8_t default_stream;
@@ -76,6 +79,16 @@ static struct {
   _Atomic bool default_announced; /* "xpti.framework" initialised */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .default_stream = XPTI_INVALID_STREAM_ID,
        .nstreams = 1}; /* id 0 is never a stream: Intel's headers read it as none */
+
+#define GATE_ENABLED 1u
+#define GATE_STAMPS 2u
+static void set_enabled(bool on) {
+  atomic_store(&g.enabled, on);
+  if (on)
+    atomic_fetch_or(&g.gate, GATE_ENABLED);
+  else
+    atomic_fetch_and(&g.gate, (uint8_t)~GATE_ENABLED);
+}
 
 static __thread uint64_t tls_universal_id __attribute__((tls_model("initial-exec")));
 static __thread xptrace_stamp_t tls_stamp __attribute__((tls_model("initial-exec")));
@@ -219,7 +232,7 @@ static void framework_init_once(void) {
     if (subs)
       load_subscribers(subs);
   }
-  atomic_store(&g.enabled, !g.env_disabled && g.nsubs > 0);
+  set_enabled(!g.env_disabled && g.nsubs > 0);
   atexit(finish_pending_streams); /* runs before any library destructor */
 }
 
@@ -301,7 +314,7 @@ static void fork_child(void) {
   if (state != INIT_DONE) /* a lock another thread may have held */
     pthread_mutex_init(&g_init_lock, NULL);
   if (state == INIT_LOADING) {
-    atomic_store(&g.enabled, false);
+    set_enabled(false);
     atomic_store(&g_init_state, INIT_DONE);
   }
 }
@@ -338,9 +351,7 @@ XPTI_EXPORT_API bool xptiTraceEnabled(void) {
 
 XPTI_EXPORT_API bool xptiTraceTryToEnable(void) { return xptiTraceEnabled(); }
 
-XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled) {
-  atomic_store_explicit(&g.enabled, enabled, memory_order_relaxed);
-}
+XPTI_EXPORT_API void xptiForceSetTraceEnabled(bool enabled) { set_enabled(enabled); }
 
 /* xptrace's extension for direct recorders (xptrace/xptrace_protocol.h):
  * the words notification reads first. */
@@ -353,8 +364,10 @@ XPTI_EXPORT_API const void *xptraceTraceEnabledWord(void) { return (const void *
 XPTI_EXPORT_API xptrace_stamp_t *xptraceThreadStamp(void) {
   /* Before the caller can publish a stamp (program order on this thread),
    * so a stamp is never matched to a later notification. */
-  if (!atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
+  if (!atomic_load_explicit(&g.stamps_used, memory_order_relaxed)) {
     atomic_store_explicit(&g.stamps_used, true, memory_order_relaxed);
+    atomic_fetch_or_explicit(&g.gate, GATE_STAMPS, memory_order_relaxed);
+  }
   return &tls_stamp;
 }
 
@@ -404,8 +417,10 @@ XPTI_EXPORT_API uint8_t xptiGetDefaultStreamID(void) {
   return atomic_load_explicit(&g.default_stream, memory_order_relaxed);
 }
 
+/* Intel's range (any id below 128, registered or not: a stream may be
+ * registered after it is made the default), 0 excepted: never a stream. */
 XPTI_EXPORT_API xpti_result_t xptiSetDefaultStreamID(uint8_t stream) {
-  if (!stream_registered(stream))
+  if (stream == 0 || (stream >= 128 && !stream_registered(stream)))
     return XPTI_RESULT_INVALIDARG;
   atomic_store_explicit(&g.default_stream, stream, memory_order_relaxed);
   return XPTI_RESULT_SUCCESS;
@@ -683,16 +698,10 @@ notify_slow(uint8_t stream, uint16_t trace_type, xpti_trace_event_data_t *parent
   return XPTI_RESULT_SUCCESS;
 }
 
-XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t trace_type,
-                                                    xpti_trace_event_data_t *parent,
-                                                    xpti_trace_event_data_t *event,
-                                                    uint64_t instance, const void *user_data) {
-  if (UNLIKELY(!atomic_load_explicit(&g.enabled, memory_order_relaxed)))
-    return XPTI_RESULT_FALSE;
-  if (UNLIKELY(!event) && !(user_data && event_optional(trace_type)))
-    return XPTI_RESULT_INVALIDARG;
-  if (atomic_load_explicit(&g.stamps_used, memory_order_relaxed))
-    ++tls_stamp.seq; /* a new notification: no collector has stamped it */
+/* The callbacks of one notification, once it passed the gate. */
+__attribute__((always_inline)) static inline xpti_result_t
+notify_go(uint8_t stream, uint16_t trace_type, xpti_trace_event_data_t *parent,
+          xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
   xpti_stream_callback_api_t only =
       atomic_load_explicit(&g.stream[stream].only, memory_order_acquire);
   if (LIKELY(only != NULL)) {
@@ -707,6 +716,30 @@ XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t tra
     return XPTI_RESULT_SUCCESS;
   }
   return notify_slow(stream, trace_type, parent, event, instance, user_data);
+}
+
+/* Off, no event, or stamps to count: out of the fast path. */
+__attribute__((noinline)) static xpti_result_t
+notify_gated(uint8_t stream, uint16_t trace_type, xpti_trace_event_data_t *parent,
+             xpti_trace_event_data_t *event, uint64_t instance, const void *user_data) {
+  unsigned gate = atomic_load_explicit(&g.gate, memory_order_relaxed);
+  if (!(gate & GATE_ENABLED))
+    return XPTI_RESULT_FALSE;
+  if (!event && !(user_data && event_optional(trace_type)))
+    return XPTI_RESULT_INVALIDARG;
+  if (gate & GATE_STAMPS)
+    ++tls_stamp.seq; /* a new notification: no collector has stamped it */
+  return notify_go(stream, trace_type, parent, event, instance, user_data);
+}
+
+XPTI_EXPORT_API xpti_result_t xptiNotifySubscribers(uint8_t stream, uint16_t trace_type,
+                                                    xpti_trace_event_data_t *parent,
+                                                    xpti_trace_event_data_t *event,
+                                                    uint64_t instance, const void *user_data) {
+  /* one load and one test for on, stamps unused and an event given */
+  if (UNLIKELY(atomic_load_explicit(&g.gate, memory_order_relaxed) != GATE_ENABLED || !event))
+    return notify_gated(stream, trace_type, parent, event, instance, user_data);
+  return notify_go(stream, trace_type, parent, event, instance, user_data);
 }
 
 /* ---- stream life: subscribers' init and finish ----------------------- */

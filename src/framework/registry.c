@@ -321,8 +321,11 @@ static inline bool same_text(const char *a, const char *table_copy) {
   return a ? table_copy && strcmp(a, table_copy) == 0 : table_copy == NULL;
 }
 
+/* register: write the registration back into the caller's payload, as
+ * xptiRegisterPayload does; xptiMakeEvent leaves it alone, as Intel's
+ * does (threads may share one payload). */
 static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
-                            uint16_t event_type, uint16_t activity) {
+                            uint16_t event_type, uint16_t activity, bool register_it) {
   if (!payload)
     return NULL;
   const char *name = payload->name ? payload->name : fallback_name;
@@ -359,14 +362,16 @@ static tracepoint_t *tp_get(xpti_payload_t *payload, const char *fallback_name,
     if (slot)
       *slot = (tp_cache_entry_t){name, file, code, line_column, epoch, tp};
   }
-  payload->internal = tp->event.unique_id;
-  payload->uid = tp->payload.uid;
-  payload->flags |= XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;
+  if (register_it) {
+    payload->internal = tp->event.unique_id;
+    payload->uid = tp->payload.uid;
+    payload->flags |= XPTI_PAYLOAD_REGISTERED | XPTI_PAYLOAD_HASH_AVAILABLE;
+  }
   return tp;
 }
 
 XPTI_EXPORT_API uint64_t xptiRegisterPayload(xpti_payload_t *payload) {
-  tracepoint_t *tp = tp_get(payload, NULL, XPTI_EVENT_UNKNOWN, XPTI_ACTIVITY_UNKNOWN);
+  tracepoint_t *tp = tp_get(payload, NULL, XPTI_EVENT_UNKNOWN, XPTI_ACTIVITY_UNKNOWN, true);
   return tp ? tp->event.unique_id : XPTI_INVALID_UID;
 }
 
@@ -374,7 +379,7 @@ XPTI_EXPORT_API xpti_trace_event_data_t *xptiMakeEvent(const char *name, xpti_pa
                                                        uint16_t event_type,
                                                        xpti_trace_activity_type_t activity,
                                                        uint64_t *instance_no) {
-  tracepoint_t *tp = tp_get(payload, name, event_type, (uint16_t)activity);
+  tracepoint_t *tp = tp_get(payload, name, event_type, (uint16_t)activity, false);
   if (!tp)
     return NULL;
   if (UNLIKELY(__atomic_load_n(&tp->event.event_type, __ATOMIC_RELAXED) == XPTI_EVENT_UNKNOWN) &&

@@ -246,6 +246,11 @@ static void test_events(void) {
   CHECK(e != NULL);
   CHECK_EQ(inst, 1);
   CHECK(e->unique_id != 0);
+  /* the caller's payload is left as it was (Intel's: threads may share it);
+   * xptiRegisterPayload is what registers it */
+  CHECK_EQ(p.internal, 0);
+  CHECK(!(p.flags & XPTI_PAYLOAD_REGISTERED));
+  CHECK_EQ(xptiRegisterPayload(&p), e->unique_id);
   CHECK_EQ(p.internal, e->unique_id);
   CHECK(p.flags & XPTI_PAYLOAD_REGISTERED);
   CHECK_EQ(e->event_type, XPTI_EVENT_ALGORITHM);
@@ -428,7 +433,12 @@ static void test_streams_callbacks(void) {
   CHECK_EQ(xptiSetDefaultStreamID(s2), XPTI_RESULT_SUCCESS);
   CHECK_EQ(xptiGetDefaultStreamID(), s2);
   CHECK_EQ(xptiSetDefaultStreamID(240), XPTI_RESULT_INVALIDARG);
+  CHECK_EQ(xptiSetDefaultStreamID(0), XPTI_RESULT_INVALIDARG);
   CHECK_EQ(xptiGetDefaultStreamID(), s2);
+  /* Intel's range: any id below 128, registered or not */
+  CHECK_EQ(xptiSetDefaultStreamID(100), XPTI_RESULT_SUCCESS);
+  CHECK_EQ(xptiGetDefaultStreamID(), 100);
+  CHECK_EQ(xptiSetDefaultStreamID(s2), XPTI_RESULT_SUCCESS);
 }
 
 static void test_user_defined(void) {

@@ -3,6 +3,7 @@
 // header's helpers (issue 12).
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -202,6 +203,14 @@ int main() {
   {
     xpti::uid128_t none;
     EXPECT(!xpti::is_valid_uid(none) && none.p1 == 0 && none.uid64 == 0);
+    // a default uid_t is zero, as Intel's (made over 0xff bytes: an
+    // uninitialised one would keep them); braced initialisation still works
+    alignas(xpti::uid_t) unsigned char raw[sizeof(xpti::uid_t)];
+    std::memset(raw, 0xff, sizeof raw);
+    xpti::uid_t *fresh = new (raw) xpti::uid_t;
+    EXPECT(fresh->p1 == 0 && fresh->p2 == 0 && fresh->p3 == 0);
+    xpti::uid_t braced = {1, 2, 3};
+    EXPECT(braced.p1 == 1 && braced.p2 == 2 && braced.p3 == 3);
     xpti::uid128_t some;
     some.p1 = 1;
     some.instance = 1;
