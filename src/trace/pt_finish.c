@@ -30,9 +30,7 @@ struct pt_process pt_proc;
 
 /* ---- clock ---------------------------------------------------------------- */
 
-static double fin_ns_per_tick;
-static uint64_t fin_tsc_base, fin_tsc_base_ns;
-static bool fin_tsc;
+struct pt_rclock pt_rclock;
 
 static uint64_t fin_mono_ns(void) {
   struct timespec ts;
@@ -41,38 +39,30 @@ static uint64_t fin_mono_ns(void) {
 }
 
 /* The slope runs from the recorder's set-up point to now: the finisher
- * runs on the same machine, whose TSC is invariant (checked at set-up). */
+ * runs on the same machine, whose TSC is invariant (checked at set-up).
+ * An MPI rank run with XPTRACE_MPI_TEST_CLOCK_OFFSET_NS is shown skewed
+ * by that much, as a host's would be (tests of the clock correction;
+ * xpt_clock_correct.h): set by the caller after this. */
 static void fin_clock_setup(const struct xpt_rec_header *h) {
-  fin_tsc = h->clock == XPT_REC_CLOCK_TSC;
-  fin_tsc_base = h->tsc_base;
-  fin_tsc_base_ns = h->tsc_base_ns;
-  fin_ns_per_tick = 1.0;
+  struct pt_rclock *c = &pt_rclock;
+  c->tsc = h->clock == XPT_REC_CLOCK_TSC;
+  c->base = h->tsc_base;
+  c->base_ns = h->tsc_base_ns;
+  c->ns_per_tick = 1.0;
+  c->skew_ns = 0;
 #if defined(__x86_64__)
-  if (fin_tsc) {
+  if (c->tsc) {
     uint64_t t0 = __rdtsc(), ns = fin_mono_ns(), t1 = __rdtsc();
     uint64_t now = t0 + (t1 - t0) / 2;
-    if (now > fin_tsc_base && ns > fin_tsc_base_ns)
-      fin_ns_per_tick = (double)(ns - fin_tsc_base_ns) / (double)(now - fin_tsc_base);
+    if (now > c->base && ns > c->base_ns)
+      c->ns_per_tick = (double)(ns - c->base_ns) / (double)(now - c->base);
   }
 #else
-  fin_tsc = false;
+  c->tsc = false;
 #endif
 }
 
-/* An MPI rank run with XPTRACE_MPI_TEST_CLOCK_OFFSET_NS: its clock is
- * shown skewed by that much, as a host's would be (tests of the clock
- * correction; xpt_clock_correct.h). */
-static int64_t fin_test_skew_ns;
-
-static uint64_t fin_clock_ns(uint64_t raw) {
-  int64_t ns = (int64_t)raw;
-  if (fin_tsc) {
-    double d = (double)(int64_t)(raw - fin_tsc_base) * fin_ns_per_tick;
-    ns = (int64_t)fin_tsc_base_ns + (int64_t)d;
-  }
-  ns += fin_test_skew_ns;
-  return ns > 0 ? (uint64_t)ns : 0;
-}
+static uint64_t fin_clock_ns(uint64_t raw) { return pt_rclock_ns(raw); }
 
 /* ---- descriptions: uid -> pt_desc ----------------------------------------- */
 
@@ -258,6 +248,14 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
   bool open = false;
   uint32_t off = 0;
   while (off + XPT_REC_MIN_SIZE <= committed) {
+    if (open) { /* compact records: events of the open segment */
+      uint64_t w0;
+      while (off + XPT_REC_COMPACT_SIZE <= committed &&
+             (memcpy(&w0, data + off, 8), w0 & XPT_REC_COMPACT_BIT))
+        off += XPT_REC_COMPACT_SIZE;
+      if (off + XPT_REC_MIN_SIZE > committed)
+        break;
+    }
     struct xpt_rec_raw r;
     uint32_t size = xpt_rec_read(data + off, committed - off, &r);
     if (size == 0 || r.len > cap || size > committed - off) {
@@ -418,15 +416,30 @@ static void fin_pair(struct fin *f, size_t first, size_t end) {
   for (size_t i = first; i < end; i++) {
     const struct fin_seg *s = &f->segs[i];
     for (uint32_t off = s->from; off < s->to;) {
-      struct xpt_rec_raw raw;
       uint32_t at = off;
-      off += xpt_rec_read(s->data + off, s->to - off, &raw); /* checked by the scan */
-      if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
-        continue;
-      enum pt_kind kind = pt_kind_fast(raw.type);
+      uint64_t w[2];
+      enum pt_kind kind;
+      struct fin_open o;
+      memcpy(w, s->data + off, sizeof w); /* a record has 16 bytes at least */
+      if (w[0] & XPT_REC_COMPACT_BIT) {
+        off += XPT_REC_COMPACT_SIZE;
+        kind = pt_kind_fast((uint16_t)(w[1] >> 40));
+        uint64_t uid = w[1] & XPT_REC_COMPACT_UID_MAX;
+        if (kind == PT_KIND_END && n && open[n - 1].uid == uid && !open[n - 1].instance) {
+          n--; /* the innermost begin's end: the commonest */
+          continue;
+        }
+        o = (struct fin_open){uid, 0, w[0] & ~XPT_REC_COMPACT_BIT, fin_pos(i, at)};
+      } else {
+        struct xpt_rec_raw raw;
+        off += xpt_rec_read(s->data + off, s->to - off, &raw); /* checked by the scan */
+        if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
+          continue;
+        kind = pt_kind_fast(raw.type);
+        o = (struct fin_open){raw.uid, raw.instance, raw.ts, fin_pos(i, at)};
+      }
       if (kind != PT_KIND_BEGIN && kind != PT_KIND_END)
         continue;
-      struct fin_open o = {raw.uid, raw.instance, raw.ts, fin_pos(i, at)};
       if (kind == PT_KIND_BEGIN) {
         if (n == cap) {
           size_t c = cap ? cap * 2 : 64;
@@ -467,6 +480,22 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, s
   const struct fin_seg *s = &f->segs[seg];
   uint32_t off = s->from;
   while (off < s->to) {
+    uint64_t w0;
+    memcpy(&w0, s->data + off, sizeof w0);
+    if ((w0 & XPT_REC_COMPACT_BIT) && fin_enc->compact) {
+      /* the common way, up to the next record whose fate was decided */
+      uint32_t stop = s->to;
+      if (*next < places_n && places[*next].pos >> 32 == seg &&
+          (uint32_t)places[*next].pos >= off)
+        stop = (uint32_t)places[*next].pos;
+      size_t k = fin_enc->compact(&f->out, t, s->data + off, stop - off);
+      off += (uint32_t)k * XPT_REC_COMPACT_SIZE;
+      f->records += k;
+      if (f->out.len >= PT_OUT_FLUSH)
+        fin_out_flush(f);
+      if (k)
+        continue;
+    }
     struct xpt_rec_raw raw;
     uint32_t size = xpt_rec_read(s->data + off, s->to - off, &raw);
     uint64_t pos = fin_pos(seg, off);
@@ -516,7 +545,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, s
       fin_enc->thread_record(&f->out, t, r, ts);
       pt_slices_record(r, ts);
     }
-    if (f->out.len >= (1u << 20))
+    if (f->out.len >= PT_OUT_FLUSH)
       fin_out_flush(f);
   }
   fin_release(f, s->data + s->from, s->to - s->from);
@@ -731,9 +760,8 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   fin_clock_setup(f.h);
   /* An MPI rank (the MPI layer's mpi-clock file): named by rank. */
   struct xpt_mpi_clock mc;
-  fin_test_skew_ns = 0;
   if (xpt_mpi_clock_find(dir, f.h->pid, &mc) == 0) {
-    fin_test_skew_ns = mc.test_offset_ns;
+    pt_rclock.skew_ns = mc.test_offset_ns;
     char suffix[32];
     int n = snprintf(suffix, sizeof suffix, " rank %d/%d", mc.rank, mc.size);
     size_t keep = sizeof pt_proc.program - 1 - (size_t)n, len = strlen(pt_proc.program);
