@@ -318,7 +318,7 @@ static void pb_flows_out(struct pt_buf *b) {
  * packet's tail after the timestamp is kept here, by the record's second
  * word (uid, type, stream), and copied.  An end's tail is the sequence's.
  * Entries belong to the sequence started last (pt_fast_gen). */
-enum { PT_FAST_SLOTS = 1024, PT_TAIL_MAX = 24 };
+enum { PT_FAST_SLOTS = 1024, PT_TAIL_MAX = 24, PT_PACKET_MAX = 2 + 1 + 10 + PT_TAIL_MAX };
 struct pt_fast_entry {
   uint64_t key; /* the compact record's word 1 */
   uint32_t gen;
@@ -374,8 +374,8 @@ static void pt_fast_learn(const struct pt_thread *t, const struct pt_rec *r, uin
 
 static size_t proto_compact(struct pt_buf *b, struct pt_thread *t, const uint8_t *p, size_t n) {
   struct pt_seq *seq = &t->seq;
-  if (!seq->started || b->len >= PT_OUT_FLUSH ||
-      !pt_buf_reserve(b, PT_OUT_FLUSH - b->len + 2 + 1 + 10 + PT_TAIL_MAX))
+  if (!seq->started || seq->last_ts > t->last_ns || b->len >= PT_OUT_FLUSH ||
+      !pt_buf_reserve(b, PT_OUT_FLUSH - b->len + PT_PACKET_MAX))
     return 0;
   pt_flows_of(t);
   if (pt_fast_end.gen != pt_fast_gen) {
@@ -385,70 +385,76 @@ static size_t proto_compact(struct pt_buf *b, struct pt_thread *t, const uint8_t
   /* Locals only: the byte stores below may alias any global. */
   const bool slices = pt_slices_on, flows = pt_flows.n != 0;
   const uint32_t gen = pt_fast_gen;
-  const uint8_t *kinds = pt_kind_table;
-  const struct pt_fast_entry *fast = pt_fast;
-  const uint8_t *end_tail = pt_fast_end.tail;
+  const uint8_t *const kinds = pt_kind_table;
+  const struct pt_fast_entry *const fast = pt_fast;
+  const uint8_t *const end_tail = pt_fast_end.tail;
   const uint8_t end_len = pt_fast_end.len;
   const struct pt_rclock clock = pt_rclock;
   uint64_t last_ns = t->last_ns, last_ts = seq->last_ts;
   uint8_t *q = b->data + b->len, *const full = b->data + PT_OUT_FLUSH;
-  size_t taken = 0, max = n / XPT_REC_COMPACT_SIZE;
-  for (; taken < max && q < full; taken++) {
-    uint64_t w0, w1;
-    memcpy(&w0, p + taken * XPT_REC_COMPACT_SIZE, 8);
-    memcpy(&w1, p + taken * XPT_REC_COMPACT_SIZE + 8, 8);
-    if (!(w0 & XPT_REC_COMPACT_BIT))
-      break;
-    uint16_t type = (uint16_t)(w1 >> 40);
-    uint8_t k = kinds[type];
-    if (!k)
-      k = pt_kind_fill(type);
-    const uint8_t *tail;
-    uint8_t len;
-    const xpti_trace_event_data_t *event = NULL;
-    if ((k & 0x0f) == PT_KIND_END) { /* no flow mark */
-      tail = end_tail;
-      len = end_len;
-    } else if ((k & 0x0f) == PT_KIND_BEGIN && !flows) {
-      const struct pt_fast_entry *e = &fast[pt_fast_slot(w1)];
-      if (e->key != w1 || e->gen != gen)
-        break;
-      tail = e->tail;
-      len = e->len;
-      event = e->event;
-    } else {
-      break;
-    }
-    int64_t ns = (int64_t)(w0 & ~XPT_REC_COMPACT_BIT);
-    if (clock.tsc)
-      ns = (int64_t)clock.base_ns +
-           (int64_t)((double)(int64_t)((uint64_t)ns - clock.base) * clock.ns_per_tick);
-    ns += clock.skew_ns;
-    uint64_t ts = ns > 0 ? (uint64_t)ns : 0; /* pt_rclock_ns */
-    if (ts < last_ns)
-      ts = last_ns;
-    last_ns = ts;
-    uint64_t delta = ts >= last_ts ? ts - last_ts : 0;
-    last_ts += delta;
-    uint8_t *start = q;
-    q += 2;
-    *q++ = TP_TIMESTAMP << 3;
-    q = w_varint(q, delta);
-    memcpy(q, tail, 16);
-    if (__builtin_expect(len > 16, 0))
-      memcpy(q + 16, tail + 16, PT_TAIL_MAX - 16);
-    q += len;
-    start[0] = TRACE_PACKET << 3 | 2;
-    start[1] = (uint8_t)(q - start - 2);
-    if (slices) {
-      struct pt_rec r = {.ts = ts, .event = event, .type = type, .stream = (uint8_t)(w1 >> 56)};
-      pt_slices_record(&r, ts);
+  const uint8_t *r = p, *const rend = p + n / XPT_REC_COMPACT_SIZE * XPT_REC_COMPACT_SIZE;
+  while (r < rend && q < full) {
+    /* As many records as fit below `full` + PT_PACKET_MAX whatever their
+     * packets' sizes: no bound to check inside. */
+    size_t room = (size_t)(full - q) / PT_PACKET_MAX + 1;
+    const uint8_t *stop = (size_t)(rend - r) / XPT_REC_COMPACT_SIZE > room
+                              ? r + room * XPT_REC_COMPACT_SIZE
+                              : rend;
+    for (; r < stop; r += XPT_REC_COMPACT_SIZE) {
+      uint64_t w0, w1;
+      memcpy(&w0, r, 8);
+      memcpy(&w1, r + 8, 8);
+      if (!(w0 & XPT_REC_COMPACT_BIT))
+        goto out;
+      uint16_t type = (uint16_t)(w1 >> 40);
+      uint8_t k = kinds[type];
+      if (__builtin_expect(!k, 0))
+        k = pt_kind_fill(type);
+      const uint8_t *tail;
+      uint8_t len;
+      const xpti_trace_event_data_t *event = NULL;
+      if ((k & 0x0f) == PT_KIND_END) { /* no flow mark */
+        tail = end_tail;
+        len = end_len;
+      } else {
+        const struct pt_fast_entry *e = &fast[pt_fast_slot(w1)];
+        if ((k & 0x0f) != PT_KIND_BEGIN || flows || e->key != w1 || e->gen != gen)
+          goto out;
+        tail = e->tail;
+        len = e->len;
+        event = e->event;
+      }
+      int64_t ns = (int64_t)(w0 & ~XPT_REC_COMPACT_BIT);
+      if (clock.tsc)
+        ns = (int64_t)clock.base_ns +
+             (int64_t)((double)(int64_t)((uint64_t)ns - clock.base) * clock.ns_per_tick);
+      ns += clock.skew_ns;
+      uint64_t ts = ns > 0 ? (uint64_t)ns : 0; /* pt_rclock_ns */
+      ts = ts < last_ns ? last_ns : ts;
+      last_ns = ts;
+      uint64_t delta = ts - last_ts; /* last_ts <= last_ns <= ts */
+      last_ts = ts;
+      uint8_t *start = q;
+      q += 2;
+      *q++ = TP_TIMESTAMP << 3;
+      q = w_varint(q, delta);
+      memcpy(q, tail, 16);
+      if (__builtin_expect(len > 16, 0))
+        memcpy(q + 16, tail + 16, PT_TAIL_MAX - 16);
+      q += len;
+      start[0] = TRACE_PACKET << 3 | 2;
+      start[1] = (uint8_t)(q - start - 2);
+      if (slices) {
+        struct pt_rec rec = {.ts = ts, .event = event, .type = type, .stream = (uint8_t)(w1 >> 56)};
+        pt_slices_record(&rec, ts);
+      }
     }
   }
+out:
   b->len = (size_t)(q - b->data);
   t->last_ns = last_ns;
   seq->last_ts = last_ts;
-  return taken;
+  return (size_t)(r - p) / XPT_REC_COMPACT_SIZE;
 }
 
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
