@@ -21,6 +21,7 @@
 #endif
 
 #include "pt_common.h"
+#include "pt_pair.h"
 #include "xpt_msg.h"
 #include "xpt_finish.h"
 #include "xpt_clock_correct.h"
@@ -30,9 +31,7 @@ struct pt_process pt_proc;
 
 /* ---- clock ---------------------------------------------------------------- */
 
-static double fin_ns_per_tick;
-static uint64_t fin_tsc_base, fin_tsc_base_ns;
-static bool fin_tsc;
+struct pt_rclock pt_rclock;
 
 static uint64_t fin_mono_ns(void) {
   struct timespec ts;
@@ -41,38 +40,30 @@ static uint64_t fin_mono_ns(void) {
 }
 
 /* The slope runs from the recorder's set-up point to now: the finisher
- * runs on the same machine, whose TSC is invariant (checked at set-up). */
+ * runs on the same machine, whose TSC is invariant (checked at set-up).
+ * An MPI rank run with XPTRACE_MPI_TEST_CLOCK_OFFSET_NS is shown skewed
+ * by that much, as a host's would be (tests of the clock correction;
+ * xpt_clock_correct.h): set by the caller after this. */
 static void fin_clock_setup(const struct xpt_rec_header *h) {
-  fin_tsc = h->clock == XPT_REC_CLOCK_TSC;
-  fin_tsc_base = h->tsc_base;
-  fin_tsc_base_ns = h->tsc_base_ns;
-  fin_ns_per_tick = 1.0;
+  struct pt_rclock *c = &pt_rclock;
+  c->tsc = h->clock == XPT_REC_CLOCK_TSC;
+  c->base = h->tsc_base;
+  c->base_ns = h->tsc_base_ns;
+  c->ns_per_tick = 1.0;
+  c->skew_ns = 0;
 #if defined(__x86_64__)
-  if (fin_tsc) {
+  if (c->tsc) {
     uint64_t t0 = __rdtsc(), ns = fin_mono_ns(), t1 = __rdtsc();
     uint64_t now = t0 + (t1 - t0) / 2;
-    if (now > fin_tsc_base && ns > fin_tsc_base_ns)
-      fin_ns_per_tick = (double)(ns - fin_tsc_base_ns) / (double)(now - fin_tsc_base);
+    if (now > c->base && ns > c->base_ns)
+      c->ns_per_tick = (double)(ns - c->base_ns) / (double)(now - c->base);
   }
 #else
-  fin_tsc = false;
+  c->tsc = false;
 #endif
 }
 
-/* An MPI rank run with XPTRACE_MPI_TEST_CLOCK_OFFSET_NS: its clock is
- * shown skewed by that much, as a host's would be (tests of the clock
- * correction; xpt_clock_correct.h). */
-static int64_t fin_test_skew_ns;
-
-static uint64_t fin_clock_ns(uint64_t raw) {
-  int64_t ns = (int64_t)raw;
-  if (fin_tsc) {
-    double d = (double)(int64_t)(raw - fin_tsc_base) * fin_ns_per_tick;
-    ns = (int64_t)fin_tsc_base_ns + (int64_t)d;
-  }
-  ns += fin_test_skew_ns;
-  return ns > 0 ? (uint64_t)ns : 0;
-}
+static uint64_t fin_clock_ns(uint64_t raw) { return pt_rclock_ns(raw); }
 
 /* ---- descriptions: uid -> pt_desc ----------------------------------------- */
 
@@ -166,6 +157,7 @@ struct fin_seg {
   uint64_t ts0;
   const uint8_t *data;
   uint32_t from, to;
+  uint32_t added; /* its index before the segments are sorted */
   char name[24];
 };
 
@@ -188,6 +180,15 @@ static int fin_thread_cmp(const void *x, const void *y) {
   return a->first < b->first ? -1 : a->first > b->first;
 }
 
+/* A chunk to scan, in the order they were started (a thread's chunks in
+ * its order: it is paired as it is scanned, pt_pair.h). */
+struct fin_ref {
+  uint64_t gen;
+  size_t seq; /* ties: as found */
+  const struct xpt_rec_chunk *c;
+  uint32_t cap;
+};
+
 struct fin {
   const uint8_t *map;
   size_t map_len;
@@ -195,6 +196,8 @@ struct fin {
   size_t spill_len;
   uint64_t *spilled_gens; /* sorted */
   size_t spilled_n;
+  struct fin_ref *refs; /* the chunks to scan */
+  size_t refs_n, refs_cap;
   const struct xpt_rec_header *h;
   struct fin_seg *segs;
   size_t segs_n, segs_cap;
@@ -208,18 +211,65 @@ struct fin {
   int err;
 };
 
-static void fin_seg_add(struct fin *f, const struct fin_seg *s) {
+static bool fin_seg_add(struct fin *f, const struct fin_seg *s) {
   if (f->segs_n == f->segs_cap) {
     size_t cap = f->segs_cap ? f->segs_cap * 2 : 64;
     struct fin_seg *n = realloc(f->segs, cap * sizeof *n);
     if (!n) {
       f->damaged++;
-      return;
+      return false;
     }
     f->segs = n;
     f->segs_cap = cap;
   }
   f->segs[f->segs_n++] = *s;
+  return true;
+}
+
+/* ---- pairing while scanning (pt_pair.h) ---------------------------- */
+
+static void fin_release(const struct fin *f, const void *p, size_t len);
+
+/* The thread of a segment that opens, when the segment is its next: it
+ * is paired as it is scanned; NULL: held for its turn, or the thread is
+ * paired after the scan. */
+static struct pt_pair_thread *fin_seg_open(const struct fin_seg *seg) {
+  struct pt_pair_thread *t = pt_pair_thread(seg->key, true);
+  if (!t || t->disordered)
+    return NULL;
+  if (seg->number == t->next)
+    return t;
+  if (seg->number > t->next)
+    pt_pair_hold(t, seg->number, seg->added);
+  else
+    pt_pair_disorder(t); /* a number twice */
+  return NULL;
+}
+
+/* Pairs t's held segments: those whose turn has come, or (after the
+ * scan, map given) all that are left, in order. */
+static void fin_pair_held(struct fin *f, struct pt_pair_thread *t, const uint32_t *map) {
+  struct pt_pair_held h;
+  while (!t->disordered && pt_pair_take(t, map != NULL, &h)) {
+    const struct fin_seg *s = &f->segs[map ? map[h.added] : h.added];
+    pt_pair_segment(&t->pairer, s->data, s->from, s->to, h.added);
+    fin_release(f, s->data + s->from, s->to - s->from);
+    t->next = h.number + 1;
+  }
+}
+
+/* A segment ended: it is added; a paired one lets held ones follow. */
+static void fin_seg_close(struct fin *f, const struct fin_seg *seg, struct pt_pair_thread *paired) {
+  bool added = fin_seg_add(f, seg);
+  struct pt_pair_thread *t = paired ? paired : pt_pair_thread(seg->key, false);
+  if (!t || t->disordered)
+    return;
+  if (!added) {
+    pt_pair_disorder(t);
+  } else if (paired) {
+    t->next = seg->number + 1;
+    fin_pair_held(f, t, NULL);
+  }
 }
 
 /* Walk one chunk: descriptions go to the table, thread records open
@@ -255,9 +305,20 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
   if (committed > cap)
     committed = cap;
   struct fin_seg seg = {0};
+  struct pt_pair_thread *pairing = NULL; /* the open segment's, paired now */
   bool open = false;
   uint32_t off = 0;
   while (off + XPT_REC_MIN_SIZE <= committed) {
+    if (pairing) { /* compact records: events of the open segment */
+      off = pt_pair_compact(&pairing->pairer, data, off, committed, seg.added);
+    } else if (open) {
+      uint64_t w0;
+      while (off + XPT_REC_COMPACT_SIZE <= committed &&
+             (memcpy(&w0, data + off, 8), w0 & XPT_REC_COMPACT_BIT))
+        off += XPT_REC_COMPACT_SIZE;
+    }
+    if (off + XPT_REC_MIN_SIZE > committed)
+      break;
     struct xpt_rec_raw r;
     uint32_t size = xpt_rec_read(data + off, committed - off, &r);
     if (size == 0 || r.len > cap || size > committed - off) {
@@ -269,7 +330,7 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
     } else if (r.kind == XPT_REC_THREAD && c->kind == XPT_REC_CHUNK_EVENTS) {
       if (open) {
         seg.to = off;
-        fin_seg_add(f, &seg);
+        fin_seg_close(f, &seg, pairing);
       }
       memset(&seg, 0, sizeof seg);
       seg.key = r.uid;
@@ -277,17 +338,21 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
       seg.ts0 = r.ts;
       seg.data = data;
       seg.from = off + size;
+      seg.added = (uint32_t)f->segs_n;
       size_t n = r.len < sizeof seg.name - 1 ? r.len : sizeof seg.name - 1;
       memcpy(seg.name, data + off + sizeof r, n);
       open = true;
+      pairing = fin_seg_open(&seg);
     } else if (c->kind == XPT_REC_CHUNK_EVENTS && !open) {
       f->damaged++; /* a record outside any segment */
+    } else if (pairing) {
+      pt_pair_record(&pairing->pairer, &r, pt_pos(seg.added, off));
     }
     off += size;
   }
   if (open) {
     seg.to = off;
-    fin_seg_add(f, &seg);
+    fin_seg_close(f, &seg, pairing);
   }
   fin_release(f, c, sizeof *c + committed);
 }
@@ -295,6 +360,35 @@ static void fin_scan_chunk(struct fin *f, const struct xpt_rec_chunk *c, uint32_
 static int fin_u64_cmp(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
   return a < b ? -1 : a > b;
+}
+
+static int fin_ref_cmp(const void *x, const void *y) {
+  const struct fin_ref *a = x, *b = y;
+  if (a->gen != b->gen)
+    return a->gen < b->gen ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static void fin_ref_add(struct fin *f, uint64_t gen, const struct xpt_rec_chunk *c, uint32_t cap) {
+  if (f->refs_n == f->refs_cap) {
+    size_t n = f->refs_cap ? f->refs_cap * 2 : 256;
+    struct fin_ref *r = realloc(f->refs, n * sizeof *r);
+    if (!r) {
+      fin_scan_chunk(f, c, cap); /* out of order: its thread is paired later */
+      return;
+    }
+    f->refs = r;
+    f->refs_cap = n;
+  }
+  f->refs[f->refs_n] = (struct fin_ref){gen, f->refs_n, c, cap};
+  f->refs_n++;
+}
+
+static void fin_scan_refs(struct fin *f) {
+  if (f->refs_n)
+    qsort(f->refs, f->refs_n, sizeof *f->refs, fin_ref_cmp);
+  for (size_t i = 0; i < f->refs_n; i++)
+    fin_scan_chunk(f, f->refs[i].c, f->refs[i].cap);
 }
 
 static bool fin_spilled(const struct fin *f, uint64_t gen) {
@@ -320,11 +414,19 @@ static void fin_read_spill(struct fin *f, int dirfd, const char *name) {
       f->spill_len = len;
     }
   }
-  close(fd);
+  /* The entries' headers are read, not mapped: their pages stay out of
+   * memory until their chunk's turn comes (fin_scan_refs). */
   size_t cap = 0, off = 0;
   while (f->spill && off + sizeof(struct xpt_rec_spill) <= f->spill_len) {
     struct xpt_rec_spill e;
-    memcpy(&e, f->spill + off, sizeof e);
+    struct xpt_rec_chunk ch;
+    uint8_t head[sizeof e + sizeof ch];
+    if (pread(fd, head, sizeof head, (off_t)off) != (ssize_t)sizeof head) {
+      f->damaged++;
+      break;
+    }
+    memcpy(&e, head, sizeof e);
+    memcpy(&ch, head + sizeof e, sizeof ch);
     if (e.magic != XPT_REC_SPILL_MAGIC || e.bytes < sizeof(struct xpt_rec_chunk) ||
         e.bytes > f->h->chunk_size || e.bytes > f->spill_len - off - sizeof e) {
       f->damaged++;
@@ -339,12 +441,11 @@ static void fin_read_spill(struct fin *f, int dirfd, const char *name) {
       f->spilled_gens = g;
     }
     f->spilled_gens[f->spilled_n++] = e.gen;
-    if (c->magic == XPT_REC_CHUNK_MAGIC)
-      fin_scan_chunk(f, c, e.bytes - (uint32_t)sizeof *c);
-    else
-      fin_release(f, c, e.bytes);
+    if (ch.magic == XPT_REC_CHUNK_MAGIC)
+      fin_ref_add(f, e.gen, c, e.bytes - (uint32_t)sizeof *c);
     off += sizeof e + e.bytes;
   }
+  close(fd);
   if (f->spilled_n)
     qsort(f->spilled_gens, f->spilled_n, sizeof *f->spilled_gens, fin_u64_cmp);
 }
@@ -390,20 +491,6 @@ static void fin_out_flush(struct fin *f) {
 
 /* ---- whole slices: the halves whose other half was not recorded ------- */
 
-/* A record's place: segment index << 32 | offset. */
-static inline uint64_t fin_pos(size_t seg, uint32_t off) { return (uint64_t)seg << 32 | off; }
-
-struct fin_open {
-  uint64_t uid, instance, ts, pos;
-};
-
-static void fin_half(struct fin *f, const struct fin_open *o, enum pt_half_kind kind) {
-  if (!pt_handoff_add(o->uid, o->instance, o->ts, o->pos, kind) && !f->failed) {
-    f->failed = true;
-    f->err = ENOMEM;
-  }
-}
-
 /* Pairs the begins and ends of a thread's segments [first, end) by trace
  * point (0: a NULL event; ends carry no name) and instance, innermost
  * first, and hands pt_handoff.c what has no other half here: an end whose
@@ -411,52 +498,29 @@ static void fin_half(struct fin *f, const struct fin_open *o, enum pt_half_kind 
  * an enclosing end closed (ended elsewhere, or its end was lost), a begin
  * still open at the end.  Those pt_handoff_match cannot pair across
  * threads are removed (an open begin only when anything was lost):
- * drawn, each would nest later slices under one they did not run in. */
-static void fin_pair(struct fin *f, size_t first, size_t end) {
-  struct fin_open *open = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = first; i < end; i++) {
-    const struct fin_seg *s = &f->segs[i];
-    for (uint32_t off = s->from; off < s->to;) {
-      struct xpt_rec_raw raw;
-      uint32_t at = off;
-      off += xpt_rec_read(s->data + off, s->to - off, &raw); /* checked by the scan */
-      if (raw.kind != XPT_REC_EVENT || raw.len > 1024)
-        continue;
-      enum pt_kind kind = pt_kind_fast(raw.type);
-      if (kind != PT_KIND_BEGIN && kind != PT_KIND_END)
-        continue;
-      struct fin_open o = {raw.uid, raw.instance, raw.ts, fin_pos(i, at)};
-      if (kind == PT_KIND_BEGIN) {
-        if (n == cap) {
-          size_t c = cap ? cap * 2 : 64;
-          struct fin_open *p = realloc(open, c * sizeof *p);
-          if (!p) {
-            fin_half(f, &o, PT_HALF_CLOSED); /* cannot pair it here */
-            continue;
-          }
-          open = p;
-          cap = c;
-        }
-        open[n++] = o;
-        continue;
-      }
-      size_t j = n;
-      while (j > 0 && (open[j - 1].uid != o.uid || open[j - 1].instance != o.instance))
-        j--;
-      if (j == 0) {
-        fin_half(f, &o, PT_HALF_END);
-        continue;
-      }
-      while (n > j)
-        fin_half(f, &open[--n], PT_HALF_CLOSED);
-      n--;
+ * drawn, each would nest later slices under one they did not run in.
+ * A thread whose segments the scan read in order was paired then. */
+static void fin_pair(struct fin *f, size_t first, size_t end, const uint32_t *map) {
+  struct pt_pair_thread *t = pt_pair_thread(f->segs[first].key, false);
+  if (t)
+    fin_pair_held(f, t, map);
+  bool ok;
+  if (t && !t->disordered) {
+    ok = pt_pair_hand(&t->pairer, map);
+  } else {
+    struct pt_pairer p = {0};
+    for (size_t i = first; i < end; i++) {
+      const struct fin_seg *s = &f->segs[i];
+      pt_pair_segment(&p, s->data, s->from, s->to, (uint32_t)i);
+      fin_release(f, s->data + s->from, s->to - s->from);
     }
-    fin_release(f, s->data + s->from, s->to - s->from);
+    ok = pt_pair_hand(&p, NULL);
+    pt_pair_free(&p);
   }
-  for (size_t k = 0; k < n; k++)
-    fin_half(f, &open[k], PT_HALF_OPEN);
-  free(open);
+  if (!ok && !f->failed) {
+    f->failed = true;
+    f->err = ENOMEM;
+  }
 }
 
 /* Encode one segment's records; ts never goes back on a thread. */
@@ -467,9 +531,25 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, s
   const struct fin_seg *s = &f->segs[seg];
   uint32_t off = s->from;
   while (off < s->to) {
+    uint64_t w0;
+    memcpy(&w0, s->data + off, sizeof w0);
+    if ((w0 & XPT_REC_COMPACT_BIT) && fin_enc->compact) {
+      /* the common way, up to the next record whose fate was decided */
+      uint32_t stop = s->to;
+      if (*next < places_n && places[*next].pos >> 32 == seg &&
+          (uint32_t)places[*next].pos >= off)
+        stop = (uint32_t)places[*next].pos;
+      size_t k = fin_enc->compact(&f->out, t, s->data + off, stop - off);
+      off += (uint32_t)k * XPT_REC_COMPACT_SIZE;
+      f->records += k;
+      if (f->out.len >= PT_OUT_FLUSH)
+        fin_out_flush(f);
+      if (k)
+        continue;
+    }
     struct xpt_rec_raw raw;
     uint32_t size = xpt_rec_read(s->data + off, s->to - off, &raw);
-    uint64_t pos = fin_pos(seg, off);
+    uint64_t pos = pt_pos(seg, off);
     off += size;
     if (raw.kind == XPT_REC_DESC || raw.kind == XPT_REC_THREAD)
       continue;
@@ -516,7 +596,7 @@ static void fin_encode_segment(struct fin *f, struct pt_thread *t, size_t seg, s
       fin_enc->thread_record(&f->out, t, r, ts);
       pt_slices_record(r, ts);
     }
-    if (f->out.len >= (1u << 20))
+    if (f->out.len >= PT_OUT_FLUSH)
       fin_out_flush(f);
   }
   fin_release(f, s->data + s->from, s->to - s->from);
@@ -529,12 +609,17 @@ static void fin_encode(struct fin *f) {
   for (size_t i = 0; i < f->segs_n; i++)
     threads += i == 0 || f->segs[i].key != f->segs[i - 1].key;
   struct fin_thread_order *order = calloc(threads ? threads : 1, sizeof *order);
-  if (!order) {
+  uint32_t *map = malloc((f->segs_n ? f->segs_n : 1) * sizeof *map); /* added -> sorted */
+  if (!order || !map) {
+    free(order);
+    free(map);
     f->failed = true;
     f->err = ENOMEM;
     return;
   }
   size_t k = 0;
+  for (size_t i = 0; i < f->segs_n; i++)
+    map[f->segs[i].added] = (uint32_t)i;
   for (size_t i = 0; i < f->segs_n; i++)
     if (i == 0 || f->segs[i].key != f->segs[i - 1].key)
       order[k++] = (struct fin_thread_order){i, f->segs[i].ts0};
@@ -546,8 +631,9 @@ static void fin_encode(struct fin *f) {
     size_t i = order[n].first, end = i;
     while (end < f->segs_n && f->segs[end].key == f->segs[i].key)
       end++;
-    fin_pair(f, i, end);
+    fin_pair(f, i, end, map);
   }
+  free(map);
   bool lost = atomic_load(&((struct xpt_rec_header *)f->h)->dropped) || f->damaged;
   if (!f->failed && !pt_handoff_match(lost)) {
     f->failed = true;
@@ -565,7 +651,7 @@ static void fin_encode(struct fin *f) {
     size_t end = i;
     while (end < f->segs_n && f->segs[end].key == f->segs[i].key)
       end++;
-    size_t next = pt_handoff_from(fin_pos(i, 0));
+    size_t next = pt_handoff_from(pt_pos(i, 0));
     pt_slices_thread();
     for (; i < end; i++)
       fin_encode_segment(f, &t, i, &next);
@@ -630,6 +716,7 @@ static bool fin_header_ok(const struct xpt_rec_header *h, size_t size) {
 }
 
 static void fin_reset(void) {
+  pt_pair_threads_reset();
   pt_dev_reset();
   pt_handoff_reset();
   pt_str_reset();
@@ -731,9 +818,8 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
   fin_clock_setup(f.h);
   /* An MPI rank (the MPI layer's mpi-clock file): named by rank. */
   struct xpt_mpi_clock mc;
-  fin_test_skew_ns = 0;
   if (xpt_mpi_clock_find(dir, f.h->pid, &mc) == 0) {
-    fin_test_skew_ns = mc.test_offset_ns;
+    pt_rclock.skew_ns = mc.test_offset_ns;
     char suffix[32];
     int n = snprintf(suffix, sizeof suffix, " rank %d/%d", mc.rank, mc.size);
     size_t keep = sizeof pt_proc.program - 1 - (size_t)n, len = strlen(pt_proc.program);
@@ -761,8 +847,11 @@ int xpt_finish_recording(const char *dir, const char *name, const char *prefix,
       fin_release(&f, c, sizeof *c); /* its header was read */
       continue;
     }
-    fin_scan_chunk(&f, c, f.h->chunk_size - (uint32_t)sizeof *c);
+    uint64_t gen = atomic_load(&((struct xpt_rec_chunk *)c)->gen);
+    fin_release(&f, c, sizeof *c); /* mapped again in its turn */
+    fin_ref_add(&f, gen, c, f.h->chunk_size - (uint32_t)sizeof *c);
   }
+  fin_scan_refs(&f);
 
   fin_trace_name(name, pt_format == PT_FORMAT_JSON, trace, sizeof trace);
   snprintf(tmp, sizeof tmp, ".%s.tmp-%d", trace, (int)getpid());
@@ -813,6 +902,7 @@ out:
   if (f.spill)
     munmap((void *)f.spill, f.spill_len);
   free(f.spilled_gens);
+  free(f.refs);
   free(f.segs);
   free(f.graph);
   free(f.out.data);

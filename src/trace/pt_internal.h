@@ -100,10 +100,29 @@ struct pt_thread {
 };
 
 /* ---- global state of the finisher (pt_finish.c) ---- */
+/* The recording's clock (TSC ticks or MONOTONIC ns) to MONOTONIC ns. */
+struct pt_rclock {
+  bool tsc;
+  uint64_t base, base_ns; /* a (TSC, ns) pair */
+  double ns_per_tick;
+  int64_t skew_ns; /* tests of the clock correction (an MPI rank's) */
+};
+PT_HIDDEN extern struct pt_rclock pt_rclock;
+static inline uint64_t pt_rclock_ns(uint64_t raw) {
+  int64_t ns = (int64_t)raw;
+  if (pt_rclock.tsc) {
+    double d = (double)(int64_t)(raw - pt_rclock.base) * pt_rclock.ns_per_tick;
+    ns = (int64_t)pt_rclock.base_ns + (int64_t)d;
+  }
+  ns += pt_rclock.skew_ns;
+  return ns > 0 ? (uint64_t)ns : 0;
+}
+
 enum pt_format { PT_FORMAT_PROTO, PT_FORMAT_JSON };
 PT_HIDDEN extern enum pt_format pt_format;
 
 /* ---- a growable output buffer with nested protobuf lengths ---- */
+#define PT_OUT_FLUSH (1u << 20) /* the writer writes out at this much */
 struct pt_buf {
   uint8_t *data;
   size_t len;
@@ -138,6 +157,7 @@ PT_HIDDEN const char *pt_stream_name(uint8_t stream);
  * thread at a time with the records it encodes. */
 PT_HIDDEN void pt_slices_thread(void);
 PT_HIDDEN void pt_slices_record(const struct pt_rec *r, uint64_t ts);
+PT_HIDDEN extern bool pt_slices_on; /* a table is being filled */
 /* A trace point type's name (user-defined ones after their tool). */
 PT_HIDDEN const char *pt_type_name(uint16_t type, char *buf, size_t buflen);
 PT_HIDDEN void pt_str_reset(void);
@@ -230,6 +250,14 @@ struct pt_encoder {
   void (*device_slice)(struct pt_buf *out, const struct pt_dev_out *s);
   /* The end of a slice written with end_later (NULL: the slice was whole). */
   void (*device_end)(struct pt_buf *out, uint32_t track_index, uint32_t lane, uint64_t end);
+  /* Optional: the compact records (xpt_rec.h) at p (n bytes of whole
+   * ones) of thread t, as far as each takes the common way (a slice's end;
+   * the begin of a trace point this sequence wrote before, unannotated):
+   * times converted and kept from going back on the thread, packets
+   * written, slices counted (pt_slices_record).  Stops before any other
+   * record, or once out holds PT_OUT_FLUSH bytes; returns the records
+   * taken.  What a run's fast state holds is forgotten by pt_encoders_reset. */
+  size_t (*compact)(struct pt_buf *out, struct pt_thread *t, const uint8_t *p, size_t n);
   /* Bytes closing the file (JSON "]}"); rewritten after later flushes. */
   const char *trailer;
 };

@@ -90,6 +90,9 @@ static uint32_t pt_thread_seq(const struct pt_thread *t) {
   return !pt_proc.forked && t->index < 127 ? t->index + 1 : pt_pid_seq(t->index);
 }
 
+/* The sequence the common way of compact records knows (see proto_compact). */
+static uint32_t pt_fast_gen = 1;
+
 static uint64_t pt_clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -161,6 +164,7 @@ static void proto_begin_file(struct pt_buf *b) {
 static void proto_seq_start(struct pt_buf *b, struct pt_thread *t, uint64_t t0) {
   pt_seq_reset(&t->seq);
   t->seq.started = true;
+  pt_fast_gen++; /* what the common way knew was the last sequence's */
   t->seq.seq_id = pt_thread_seq(t);
   t->seq.last_ts = t0;
   size_t p = pb_open(b, TRACE_PACKET);
@@ -306,6 +310,153 @@ static void pb_flows_out(struct pt_buf *b) {
   pt_flows.n = 0;
 }
 
+/* ---- the common way of compact records (pt_encoder.compact) ---------- */
+/* Function tracing writes two compact records per call: a begin of a
+ * trace point, an end.  Once a sequence has written a trace point's begin
+ * as a small packet (its name and category interned, its annotations
+ * written), every later begin of it is the same bytes but the time: the
+ * packet's tail after the timestamp is kept here, by the record's second
+ * word (uid, type, stream), and copied.  An end's tail is the sequence's.
+ * Entries belong to the sequence started last (pt_fast_gen). */
+enum { PT_FAST_SLOTS = 1024, PT_TAIL_MAX = 24, PT_PACKET_MAX = 2 + 1 + 10 + PT_TAIL_MAX };
+struct pt_fast_entry {
+  uint64_t key; /* the compact record's word 1 */
+  uint32_t gen;
+  uint8_t len;
+  uint8_t tail[PT_TAIL_MAX];
+  const xpti_trace_event_data_t *event;
+};
+static struct pt_fast_entry pt_fast[PT_FAST_SLOTS];
+static struct {
+  uint32_t gen;
+  uint8_t len;
+  uint8_t tail[PT_TAIL_MAX];
+} pt_fast_end;
+
+static inline size_t pt_fast_slot(uint64_t key) {
+  return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 54) & (PT_FAST_SLOTS - 1);
+}
+
+/* The tail of a small packet after its timestamp (proto_small_packet). */
+static uint8_t pt_small_tail(uint8_t *p, uint32_t seq, uint32_t type, uint32_t name_id,
+                             uint32_t cat_id) {
+  uint8_t *q = p;
+  *q++ = TP_TRUSTED_SEQ << 3;
+  q = w_varint(q, seq);
+  *q++ = TP_TRACK_EVENT << 3 | 2;
+  uint8_t *te = q++;
+  *q++ = TE_TYPE << 3;
+  *q++ = (uint8_t)type;
+  if (name_id) {
+    *q++ = TE_NAME_IID << 3;
+    q = w_varint(q, name_id);
+    *q++ = TE_CATEGORY_IIDS << 3;
+    q = w_varint(q, cat_id);
+  }
+  *te = (uint8_t)(q - te - 1);
+  return (uint8_t)(q - p);
+}
+
+/* A begin of r->event was just written as a small packet on t's sequence:
+ * later ones of the same compact word take the common way. */
+static void pt_fast_learn(const struct pt_thread *t, const struct pt_rec *r, uint32_t name_id,
+                          uint32_t cat_id) {
+  uint64_t uid = r->event ? r->event->unique_id : 0;
+  if (!uid || uid > XPT_REC_COMPACT_UID_MAX || r->instance || r->name_len)
+    return;
+  uint64_t key = uid | (uint64_t)r->type << 40 | (uint64_t)r->stream << 56;
+  struct pt_fast_entry *e = &pt_fast[pt_fast_slot(key)];
+  e->key = key;
+  e->gen = pt_fast_gen;
+  e->event = r->event;
+  e->len = pt_small_tail(e->tail, t->seq.seq_id, TYPE_SLICE_BEGIN, name_id, cat_id);
+}
+
+static size_t proto_compact(struct pt_buf *b, struct pt_thread *t, const uint8_t *p, size_t n) {
+  struct pt_seq *seq = &t->seq;
+  if (!seq->started || seq->last_ts > t->last_ns || b->len >= PT_OUT_FLUSH ||
+      !pt_buf_reserve(b, PT_OUT_FLUSH - b->len + PT_PACKET_MAX))
+    return 0;
+  pt_flows_of(t);
+  if (pt_fast_end.gen != pt_fast_gen) {
+    pt_fast_end.gen = pt_fast_gen;
+    pt_fast_end.len = pt_small_tail(pt_fast_end.tail, seq->seq_id, TYPE_SLICE_END, 0, 0);
+  }
+  /* Locals only: the byte stores below may alias any global. */
+  const bool slices = pt_slices_on, flows = pt_flows.n != 0;
+  const uint32_t gen = pt_fast_gen;
+  const uint8_t *const kinds = pt_kind_table;
+  const struct pt_fast_entry *const fast = pt_fast;
+  const uint8_t *const end_tail = pt_fast_end.tail;
+  const uint8_t end_len = pt_fast_end.len;
+  const struct pt_rclock clock = pt_rclock;
+  uint64_t last_ns = t->last_ns, last_ts = seq->last_ts;
+  uint8_t *q = b->data + b->len, *const full = b->data + PT_OUT_FLUSH;
+  const uint8_t *r = p, *const rend = p + n / XPT_REC_COMPACT_SIZE * XPT_REC_COMPACT_SIZE;
+  while (r < rend && q < full) {
+    /* As many records as fit below `full` + PT_PACKET_MAX whatever their
+     * packets' sizes: no bound to check inside. */
+    size_t room = (size_t)(full - q) / PT_PACKET_MAX + 1;
+    const uint8_t *stop = (size_t)(rend - r) / XPT_REC_COMPACT_SIZE > room
+                              ? r + room * XPT_REC_COMPACT_SIZE
+                              : rend;
+    for (; r < stop; r += XPT_REC_COMPACT_SIZE) {
+      uint64_t w0, w1;
+      memcpy(&w0, r, 8);
+      memcpy(&w1, r + 8, 8);
+      if (!(w0 & XPT_REC_COMPACT_BIT))
+        goto out;
+      uint16_t type = (uint16_t)(w1 >> 40);
+      uint8_t k = kinds[type];
+      if (__builtin_expect(!k, 0))
+        k = pt_kind_fill(type);
+      const uint8_t *tail;
+      uint8_t len;
+      const xpti_trace_event_data_t *event = NULL;
+      if ((k & 0x0f) == PT_KIND_END) { /* no flow mark */
+        tail = end_tail;
+        len = end_len;
+      } else {
+        const struct pt_fast_entry *e = &fast[pt_fast_slot(w1)];
+        if ((k & 0x0f) != PT_KIND_BEGIN || flows || e->key != w1 || e->gen != gen)
+          goto out;
+        tail = e->tail;
+        len = e->len;
+        event = e->event;
+      }
+      int64_t ns = (int64_t)(w0 & ~XPT_REC_COMPACT_BIT);
+      if (clock.tsc)
+        ns = (int64_t)clock.base_ns +
+             (int64_t)((double)(int64_t)((uint64_t)ns - clock.base) * clock.ns_per_tick);
+      ns += clock.skew_ns;
+      uint64_t ts = ns > 0 ? (uint64_t)ns : 0; /* pt_rclock_ns */
+      ts = ts < last_ns ? last_ns : ts;
+      last_ns = ts;
+      uint64_t delta = ts - last_ts; /* last_ts <= last_ns <= ts */
+      last_ts = ts;
+      uint8_t *start = q;
+      q += 2;
+      *q++ = TP_TIMESTAMP << 3;
+      q = w_varint(q, delta);
+      memcpy(q, tail, 16);
+      if (__builtin_expect(len > 16, 0))
+        memcpy(q + 16, tail + 16, PT_TAIL_MAX - 16);
+      q += len;
+      start[0] = TRACE_PACKET << 3 | 2;
+      start[1] = (uint8_t)(q - start - 2);
+      if (slices) {
+        struct pt_rec rec = {.ts = ts, .event = event, .type = type, .stream = (uint8_t)(w1 >> 56)};
+        pt_slices_record(&rec, ts);
+      }
+    }
+  }
+out:
+  b->len = (size_t)(q - b->data);
+  t->last_ns = last_ns;
+  seq->last_ts = last_ts;
+  return (size_t)(r - p) / XPT_REC_COMPACT_SIZE;
+}
+
 static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const struct pt_rec *r,
                                 uint64_t ts) {
   int flow = pt_flow_fast(r->type);
@@ -365,6 +516,8 @@ static void proto_thread_record(struct pt_buf *b, struct pt_thread *t, const str
 
   if (name_id && cat_id && !new_name && !new_cat && !what && !flows_out && !flow) {
     proto_small_packet(b, delta, seq->seq_id, type, name_id, cat_id);
+    if (type == TYPE_SLICE_BEGIN && seen && !pt_annotate_all)
+      pt_fast_learn(t, r, name_id, cat_id);
     return;
   }
 
@@ -449,6 +602,7 @@ static pid_t pt_graph_track_pid;
 
 PT_HIDDEN void pt_json_reset(void);
 void pt_encoders_reset(void) {
+  pt_fast_gen++;
   pt_edges_emitted = 0;
   pt_graph_track_done = false;
   pt_json_reset();
@@ -575,5 +729,6 @@ const struct pt_encoder pt_proto_encoder = {
     .device_lane = proto_device_lane,
     .device_slice = proto_device_slice,
     .device_end = proto_device_end,
+    .compact = proto_compact,
     .trailer = NULL,
 };

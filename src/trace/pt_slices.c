@@ -7,6 +7,7 @@
 #include "xpt_slices.h"
 
 static struct xpt_slice_table *sl_table;
+bool pt_slices_on;
 
 struct sl_open {
   uint32_t row;
@@ -27,6 +28,7 @@ static struct {
 
 void xpt_slices_collect(struct xpt_slice_table *t) {
   sl_table = t;
+  pt_slices_on = t != NULL;
   memset(sl_cache, 0, sizeof sl_cache);
   sl_stack.n = 0;
 }
@@ -40,8 +42,10 @@ void xpt_slices_free(struct xpt_slice_table *t) {
   free(t->rows);
   free(t->slots);
   memset(t, 0, sizeof *t);
-  if (sl_table == t)
+  if (sl_table == t) {
     sl_table = NULL;
+    pt_slices_on = false;
+  }
   free(sl_stack.v);
   memset(&sl_stack, 0, sizeof sl_stack);
 }
