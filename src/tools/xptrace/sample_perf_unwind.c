@@ -41,7 +41,7 @@ typedef struct uproc {
 } uproc_t;
 
 struct unw {
-  uproc_t *procs;
+  uproc_t **procs; /* each apart: libdw keeps a pointer to it (dwfl_attach_state) */
   size_t nprocs, capprocs;
   elfinfo_t *elfs;
   size_t nelfs, capelfs;
@@ -82,10 +82,11 @@ void unw_free(unw_t *u) {
   if (!u)
     return;
   for (size_t i = 0; i < u->nprocs; ++i) {
-    proc_clear(&u->procs[i]);
-    free(u->procs[i].maps);
-    if (u->procs[i].dwfl)
-      dwfl_end(u->procs[i].dwfl);
+    proc_clear(u->procs[i]);
+    free(u->procs[i]->maps);
+    if (u->procs[i]->dwfl)
+      dwfl_end(u->procs[i]->dwfl);
+    free(u->procs[i]);
   }
   free(u->procs);
   for (size_t i = 0; i < u->nelfs; ++i) {
@@ -101,8 +102,8 @@ static uproc_t *proc_find(unw_t *u, pid_t pid) {
   if (!u)
     return NULL;
   for (size_t i = u->nprocs; i-- > 0;)
-    if (u->procs[i].pid == pid)
-      return &u->procs[i];
+    if (u->procs[i]->pid == pid)
+      return u->procs[i];
   return NULL;
 }
 
@@ -110,8 +111,9 @@ static uproc_t *proc_get(unw_t *u, pid_t pid) {
   uproc_t *p = proc_find(u, pid);
   if (p || !u || !grow(&u->procs, &u->capprocs, u->nprocs, sizeof *u->procs))
     return p;
-  p = &u->procs[u->nprocs++];
-  memset(p, 0, sizeof *p);
+  if (!(p = calloc(1, sizeof *p)))
+    return NULL;
+  u->procs[u->nprocs++] = p;
   p->pid = pid;
   return p;
 }
