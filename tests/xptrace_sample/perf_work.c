@@ -6,7 +6,8 @@
  *   exit          works, then _exit(3)
  *   plugin PATH [FN]  dlopen PATH, 3 units in its FN (plugin_spin),
  *                 dlclose, then 1 unit in main_spin (plugin 75 %); prints
- *                 "closed" (flushed) after the dlclose
+ *                 "closed" (flushed) after the dlclose, then each spin's
+ *                 CPU seconds
  *   deep N        recursion N frames deep, working at the bottom
  *   forkexec      forks a child that execs "perf_work child" (child_spin,
  *                 2 units) while the parent works (main_spin, 1 unit)
@@ -149,12 +150,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "perf_work: %s\n", dlerror());
       return 1;
     }
-    fn(6);
+    double plugin_cpu = spin_cpu(fn, 6);
     dlclose(h);
     /* A test may now replace the file (build ids). */
     printf("closed\n");
     fflush(stdout);
-    main_spin(2L * UNIT);
+    double main_cpu = spin_cpu(main_spin, 2L * UNIT);
+    printf("cpu plugin_spin %.6f main_spin %.6f\n", plugin_cpu, main_cpu);
     return 0;
   }
   if (strcmp(mode, "deep") == 0 && argc > 2)
@@ -170,13 +172,14 @@ int main(int argc, char **argv) {
       execl(self, "perf_work", "child", (char *)NULL);
       _exit(127);
     }
-    main_spin(2L * UNIT);
+    double main_cpu = spin_cpu(main_spin, 2L * UNIT);
     int status = 0;
     waitpid(pid, &status, 0);
+    printf("cpu main_spin %.6f\n", main_cpu);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
   if (strcmp(mode, "child") == 0) {
-    child_spin(4L * UNIT);
+    printf("cpu child_spin %.6f\n", spin_cpu(child_spin, 4L * UNIT));
     return 0;
   }
   if (strcmp(mode, "short") == 0 && argc > 2)

@@ -41,6 +41,14 @@ def sample(name, *cmd, opts=(), env=None):
     return rc, out, err, stacks if mode in ("kernel", "kcache", "depth") else user_frames(stacks)
 
 
+def cpu_share(out, first, second):
+    """first's share (%) of the two spins' CPU seconds the fixture printed."""
+    cpu = dict(re.findall(r"\b(\w+_spin) ([0-9.]+)", out))
+    a, b = float(cpu.get(first, 0)), float(cpu.get(second, 0))
+    c.check(a > 0 and b > 0, f"no CPU times for {first} and {second}: {out!r}")
+    return 100.0 * a / (a + b) if a > 0 and b > 0 else 0.0
+
+
 def share(stacks, fn, self_only=True):
     n = total(stacks)
     if not n:
@@ -89,9 +97,13 @@ elif mode == "plugin":
     # keep their names although it is gone at the end.
     rc, out, err, st = sample("p", work, "plugin", plugin)
     c.check(rc == 0, f"exit {rc}: {err}")
+    # 3 units of work against 1, but the expectation is the CPU time each
+    # spin really got: a core shared with another job runs slower, unevenly
+    # (61.6 % for 75 nominal under CI's load, where the CPU times said 62).
     p = share(st, "plugin_spin")
-    print(f"plugin_spin {p:.1f}% (expected 75)")
-    c.check(abs(p - 75) <= 8, f"plugin_spin {p:.1f}%, expected 75 +- 8: {st}")
+    want = cpu_share(out, "plugin_spin", "main_spin")
+    print(f"plugin_spin {p:.1f}% (CPU time: {want:.1f}%)")
+    c.check(abs(p - want) <= 8, f"plugin_spin {p:.1f}%, expected {want:.1f} +- 8: {out} {st}")
     rows = {r["function"]: r for r in read_csv(os.path.join(scratch, "p", "samples.csv"))}
     mod = rows.get("plugin_spin", {}).get("module")
     c.check(mod == os.path.basename(plugin), f"plugin_spin module {mod}")
@@ -296,8 +308,9 @@ elif mode == "forkexec":
     parent = sum(k for f, k in st if f[0] == "[main]" and f[-1] == "main_spin")
     n = total(st)
     cs = 100.0 * child / n if n else 0
-    print(f"child {cs:.1f}% (expected 66.7), parent {100.0 * parent / max(n, 1):.1f}%")
-    c.check(abs(cs - 66.7) <= 8, f"fork/exec split: {st}")
+    want = cpu_share(out, "child_spin", "main_spin")
+    print(f"child {cs:.1f}% (CPU time: {want:.1f}%), parent {100.0 * parent / max(n, 1):.1f}%")
+    c.check(abs(cs - want) <= 8, f"fork/exec split: {out} {st}")
     # The rest falls in the fork, the exec'd program's start-up and its
     # first calls (5 of 163 samples under TSan, where fork is slow).  The
     # edges of the spins are right too: main itself, a call it makes (the
