@@ -255,6 +255,14 @@ signal)
   rc=$?
   [ "$rc" -eq 140 ] || fail "SIGUSR2: exit $rc, expected 140: $(cat err.txt)"
   grep -qF "killed by signal 12 (SIGUSR2)" err.txt || fail "SIGUSR2: $(cat err.txt)"
+  # The command's first act signals xptrace: the handlers must already be
+  # there (they were installed after the fork: xptrace died of it).
+  for i in 1 2 3 4 5; do
+    "$xptrace" run -c stats -o usr2-$i -- sh -c 'kill -USR2 $PPID; exec sleep 30' 2>err.txt
+    rc=$?
+    [ "$rc" -eq 140 ] && grep -qF "passed SIGUSR2 on to sh" err.txt ||
+      fail "SIGUSR2 at once: exit $rc: $(cat err.txt)"
+  done
   ;;
 text)
   "$xptrace" run -c text,stats -o out -- "$sample" >out.txt 2>err.txt || fail "text run: $(cat err.txt)"

@@ -223,6 +223,16 @@ static const int forwarded_signals[] = {SIGTERM, SIGHUP,    SIGUSR1, SIGUSR2, SI
 #endif
 };
 
+/* The forwarded signals as a set: blocked across the fork, so that one
+ * sent to xptrace before its handlers are in place waits for them. */
+static void forwarded_set(sigset_t *set) {
+  sigemptyset(set);
+  for (size_t i = 0; i < sizeof forwarded_signals / sizeof *forwarded_signals; i++)
+    sigaddset(set, forwarded_signals[i]);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+    sigaddset(set, sig);
+}
+
 void launch_forward_signals(int pid) {
   /* pid 0: the command is reaped (its pid may be reused): the defaults
    * again, for what xptrace does after it. */
@@ -403,8 +413,15 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
   int gate[2] = {-1, -1};
   if (launch_on_fork && pipe2(gate, O_CLOEXEC) != 0)
     gate[0] = gate[1] = -1;
+  /* A signal sent to xptrace as soon as the command shows a sign of life
+   * (a test's SIGUSR2) must not find the default action still in place:
+   * blocked until the handlers are, then forwarded. */
+  sigset_t forwarded, old_mask;
+  forwarded_set(&forwarded);
+  sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
   pid_t pid = fork();
   if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     fprintf(stderr, "xptrace: cannot start %s: %s\n", command[0], strerror(errno));
     if (gate[0] >= 0)
       close(gate[0]), close(gate[1]);
@@ -413,6 +430,7 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
   if (pid == 0) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (gate[0] >= 0) {
       char go;
       close(gate[1]);
@@ -431,6 +449,7 @@ int launch_and_wait(char **command, bool verbose, void (*after)(const void *), c
       close(gate[1]);
   }
   launch_forward_signals(pid);
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
