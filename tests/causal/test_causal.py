@@ -421,8 +421,12 @@ def scenario_pipeline():
             print("%s, %s at 50 %%: predicted %+.1f %% (%r)" % (mode, tag, preds[tag], blocks))
         if preds["LINE_C"] < 20:
             fail("%s: the slow stage's line predicts only %+.1f %%" % (mode, preds["LINE_C"]))
-        if preds["LINE_P"] > 10:
-            fail("%s: the waiting stage's line predicts %+.1f %%" % (mode, preds["LINE_P"]))
+        # Truth 0; issue 27's bound on a loaded machine is 15 points (one
+        # 200 ms-window experiment read +17.4 and +12.0 at load ~18), and the
+        # ranking must hold: the waiting stage well below the slow one.
+        if preds["LINE_P"] > 15 or preds["LINE_P"] > preds["LINE_C"] - 10:
+            fail("%s: the waiting stage's line predicts %+.1f %% (the slow stage %+.1f %%)"
+                 % (mode, preds["LINE_P"], preds["LINE_C"]))
         if preds["LINE_C"] - preds["LINE_P"] < 20:
             fail("%s: stages not told apart: %+.1f vs %+.1f"
                  % (mode, preds["LINE_C"], preds["LINE_P"]))
