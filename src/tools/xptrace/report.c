@@ -431,7 +431,7 @@ int report_slices_table(FILE *out, const struct xpt_slice_table *sl, size_t top,
     if (!c)
       break;
     double v[11] = {0, 0, (double)r->count, (double)r->total, (double)r->self,
-                    (double)(r->total / r->count), (double)r->min, (double)r->max};
+                    (double)(r->sum / r->count), (double)r->min, (double)r->max};
     static const double q[3] = {0.50, 0.95, 0.99};
     for (size_t k = 0; k < 3; k++) { /* a bucket's midpoint, within the exact range */
       uint64_t p = stats_hist_quantile(&r->hist, r->count, q[k]);
