@@ -142,3 +142,10 @@ void xopt_defaults(const struct xopt_cmd *c, FILE *out) {
     fprintf(out, "  %-24s  %s\n", words, def);
   }
 }
+
+const char *xopt_default(const struct xopt_cmd *c, const char *name) {
+  for (const struct xopt *o = c->opts; o->name; o++)
+    if (strcmp(o->name, name) == 0)
+      return o->def;
+  return NULL;
+}

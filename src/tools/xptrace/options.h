@@ -42,6 +42,9 @@ const char *xopt_usage(const struct xopt_cmd *c, char *buf, size_t len);
 void xopt_markdown(const struct xopt_cmd *c, FILE *out);
 /* avail's list: "  --name ARG  default" per option with one. */
 void xopt_defaults(const struct xopt_cmd *c, FILE *out);
+/* The default of option `name` as the table says it (Markdown), NULL
+ * when none: a parser starts from it, so the docs say what it does. */
+const char *xopt_default(const struct xopt_cmd *c, const char *name);
 /* The Markdown of docs as plain text: `code` unquoted, \| a bar, a
  * link its text. */
 void xopt_plain(const char *md, char *buf, size_t len);

@@ -197,9 +197,12 @@ int cmd_report(int argc, char **argv) {
   struct option longopts[32];
   char shorts[16];
   xopt_getopt(&xopt_report, longopts, 32, "", shorts, sizeof shorts);
-  struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
+  /* --top's and --freq's defaults are the table's words ("20", "100 (...)"). */
+  struct rp_options o = {.format = RP_FMT_TEXT,
+                         .top = strtoul(xopt_default(&xopt_report, "top"), NULL, 10),
+                         .sel = {.pid = -1, .tid = -1}};
   const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL, *sections = NULL;
-  double hz = 100; /* xptrace sample's default rate */
+  double hz = strtod(xopt_default(&xopt_report, "freq"), NULL); /* xptrace sample's rate */
   long v;
   int c;
   optind = 1;
