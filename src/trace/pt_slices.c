@@ -26,7 +26,16 @@ static struct {
   uint32_t row;
 } sl_cache[SL_CACHE];
 
+/* The slices still open leave the stack: their rows' open counts too. */
+static void sl_unwind(void) {
+  for (size_t i = 0; sl_table && i < sl_stack.n; i++)
+    if (sl_stack.v[i].row != UINT32_MAX)
+      sl_table->rows[sl_stack.v[i].row].open--;
+  sl_stack.n = 0;
+}
+
 void xpt_slices_collect(struct xpt_slice_table *t) {
+  sl_unwind();
   sl_table = t;
   pt_slices_on = t != NULL;
   memset(sl_cache, 0, sizeof sl_cache);
@@ -114,7 +123,7 @@ static uint32_t sl_row(struct xpt_slice_table *t, const char *name, const char *
 void pt_slices_thread(void) {
   if (sl_table)
     sl_table->unclosed += sl_stack.n;
-  sl_stack.n = 0;
+  sl_unwind();
   memset(sl_cache, 0, sizeof sl_cache);
 }
 
@@ -146,6 +155,8 @@ void pt_slices_record(const struct pt_rec *r, uint64_t ts) {
     }
     if (row == UINT32_MAX)
       t->oom = true;
+    else
+      t->rows[row].open++;
     sl_stack.v[sl_stack.n++] = (struct sl_open){row, ts, 0};
   } else if (kind == PT_KIND_END && sl_stack.n) {
     /* The finisher left only whole pairs: an end closes the innermost. */
@@ -157,7 +168,11 @@ void pt_slices_record(const struct pt_rec *r, uint64_t ts) {
       return;
     struct xpt_slice_row *row = &t->rows[o.row];
     row->count++;
-    row->total += d;
+    /* As uftrace: a call nested in a call of itself (recursion) is in
+     * the outer call's total already; count, self and sum take it. */
+    if (--row->open == 0)
+      row->total += d;
+    row->sum += d;
     row->self += d >= o.children ? d - o.children : 0;
     row->min = d < row->min ? d : row->min;
     row->max = d > row->max ? d : row->max;

@@ -13,7 +13,10 @@
 
 struct xpt_slice_row {
   char *name, *category;
-  uint64_t count, total, self, min, max;
+  uint64_t count, min, max;
+  uint64_t total; /* outermost calls only: recursion counted once, as uftrace */
+  uint64_t self, sum; /* every call's self time, duration (the mean's) */
+  uint32_t open;      /* calls open on the thread being counted */
   stats_hist_t hist; /* durations: percentiles within 0.8 % */
 };
 

@@ -16,13 +16,19 @@
 
 #include "xpt_collector.h"
 #include "counters.h"
+#include "options.h"
 #include "xptrace_cmds.h"
 
 static const char usage_avail[] =
-    "usage: xptrace avail [--markdown]\n"
-    "List the collectors (and whether their library is found), the environment\n"
-    "variables with their defaults, and the trace point and event types.\n"
-    "  --markdown  the environment table only, as Markdown (docs/xptrace.md's is this)\n";
+    "usage: xptrace avail [--markdown [env|run|report|merge]]\n"
+    "List the collectors (and whether their library is found), the options' and the\n"
+    "environment variables' defaults, and the trace point and event types.\n"
+    "  --markdown [TABLE]  one table as Markdown: the environment variables (env, the\n"
+    "                      default) or a subcommand's options (docs/xptrace.md's and\n"
+    "                      docs/report.md's are these)\n";
+
+/* The subcommands whose options are a table (options.h). */
+static const struct xopt_cmd *const option_tables[] = {&xopt_run, &xopt_report, &xopt_merge};
 
 /* The one list of the variables and their defaults: `avail` prints it,
  * and docs/xptrace.md's table is its --markdown output (tests/xptrace
@@ -96,6 +102,7 @@ int cmd_avail(int argc, char **argv) {
                                            {"markdown", no_argument, NULL, 'm'},
                                            {NULL, 0, NULL, 0}};
   bool markdown = false;
+  const char *table = "env";
   opterr = 0;
   optind = 1;
   int opt;
@@ -114,12 +121,21 @@ int cmd_avail(int argc, char **argv) {
       return unknown_option(usage_avail, names, argv[optind - 1]);
     }
   }
+  if (markdown && optind < argc)
+    table = argv[optind++];
   if (optind < argc)
     return usage_error(usage_avail, "unexpected argument '%s'", argv[optind]);
-  if (markdown) {
+  if (markdown && strcmp(table, "env") == 0) {
     env_markdown();
     return 0;
   }
+  for (size_t i = 0; markdown && i < sizeof option_tables / sizeof option_tables[0]; i++)
+    if (strcmp(table, option_tables[i]->name) == 0) {
+      xopt_markdown(option_tables[i], stdout);
+      return 0;
+    }
+  if (markdown)
+    return usage_error(usage_avail, "no table '%s' (env, run, report or merge)", table);
 
   printf("Collectors (libraries in %s):\n", lib_dir);
   for (int i = 0; i < NCOLLECTORS; ++i)
@@ -128,6 +144,11 @@ int cmd_avail(int argc, char **argv) {
   printf("  dispatcher libxptifw.so [%s]\n", lib_exists("libxptifw.so") ? "found" : "not found");
   printf("  sampler   libxptrace_sampler.so (xptrace sample, run --sample) [%s]\n",
          lib_exists("libxptrace_sampler.so") ? "found" : "not found");
+
+  for (size_t i = 0; i < sizeof option_tables / sizeof option_tables[0]; i++) {
+    printf("\nOptions of xptrace %s (default):\n", option_tables[i]->name);
+    xopt_defaults(option_tables[i], stdout);
+  }
 
   printf("\nEnvironment (default):\n");
   for (size_t i = 0; i < sizeof env / sizeof env[0]; ++i)

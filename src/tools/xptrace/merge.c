@@ -16,21 +16,32 @@
 #include "pt_merge.h"
 #include "xpt_clock_correct.h"
 #include "xpt_files.h"
+#include "options.h"
 #include "xptrace_cmds.h"
 
-static const char usage_merge[] =
+/* The one table of merge's options: the parser's, --help's, avail's and
+ * docs/merge.md's (`xptrace avail --markdown merge`). */
+static const struct xopt merge_opts[] = {
+    {"output", 'o', required_argument, "FILE",
+     "the merged trace; a name that is taken gets -1, -2, ... (nothing is replaced)",
+     "the merged trace; a name that is taken gets `-1`, `-2`, ... (nothing is replaced)",
+     "`DIR/trace.perfetto-trace` for one folder, else `./merged.perfetto-trace`"},
+    {"quiet", 'q', no_argument, NULL, "no summary line", NULL, "off"},
+    {"help", 'h', no_argument, NULL, "this help", NULL, NULL},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct xopt_cmd xopt_merge = {
+    "merge",
     "usage: xptrace merge [-o OUT] DIR|TRACE...\n"
     "One Perfetto trace from output folders and traces: every process a named\n"
     "process track, sequence ids, track uuids, flow ids and clashing pids remapped.\n"
     "A folder gives every *.perfetto-trace under it, except merged traces\n"
-    "(trace*, merged*) lying at its top when its subfolders hold traces.\n"
-    "  -o, --output FILE   the merged trace (default: DIR/trace.perfetto-trace for\n"
-    "                      one folder, else ./merged.perfetto-trace); a name that\n"
-    "                      is taken gets -1, -2, ... (nothing is replaced)\n"
-    "  -q, --quiet         no summary line\n"
-    "  -h, --help          this help\n"
+    "(trace*, merged*) lying at its top when its subfolders hold traces.\n",
+    merge_opts,
     "Exit status: 0 merged; 1 an input was unreadable or corrupt (the rest is\n"
-    "merged), nothing to merge, or the output could not be written; 2 bad usage.\n";
+    "merged), nothing to merge, or the output could not be written; 2 bad usage.\n"};
+static char usage_merge[4096]; /* xopt_usage's, made first thing */
 
 #define SUFFIX ".perfetto-trace"
 #define MAX_DEPTH 16
@@ -302,18 +313,16 @@ static int merge_to(struct inputs *in, const char *out, char *path, size_t len,
 }
 
 int cmd_merge(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"output", required_argument, NULL, 'o'},
-      {"quiet", no_argument, NULL, 'q'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
+  xopt_usage(&xopt_merge, usage_merge, sizeof usage_merge);
+  struct option longopts[8];
+  char shorts[16];
+  xopt_getopt(&xopt_merge, longopts, 8, ":", shorts, sizeof shorts);
   const char *output = NULL;
   bool quiet = false;
   opterr = 0;
   optind = 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     switch (opt) {
     case 'o': output = optarg; break;
     case 'q': quiet = true; break;

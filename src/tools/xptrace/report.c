@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "progress.h"
 #include "report_export.h"
 #include "report_load.h"
@@ -17,36 +18,86 @@
 #include "xpt_slices.h"
 #include "xptrace_cmds.h"
 
-static const char usage_report[] =
-    "usage: xptrace report [options] PATH\n"
-    "PATH: an output folder of xptrace run/sample/merge (every .perfetto-trace under it),\n"
-    "or one trace file.\n"
-    "  --top N          rows per table (default 20, 0 = all)\n"
-    "  --sort COLUMN    sort every table having COLUMN by it (self, total, count, mean,\n"
-    "                   p99, inclusive, name, ...); default: each table's own\n"
-    "  --filter REGEX   only functions, trace points, commands, counters matching it\n"
-    "                   (POSIX extended); --tree: only samples with a matching frame\n"
-    "  --pid PID, --tid TID  only this process / thread\n"
-    "  --tree           the samples' call tree with percentages; without samples, that of\n"
-    "                   the function calls (calls, total and self time)\n"
-    "  --graph FUNCTION its callers (every call path to it) and callees (merged)\n"
-    "  --depth N        --tree: N levels (default all)\n"
-    "  --diff OTHER     compare with another run: a = PATH, b = OTHER, delta = b - a,\n"
-    "                   ratio = b / a\n"
-    "  --section LIST   only these sections (ids, comma-separated: functions, points, devices,\n"
-    "                   counters, processes, threads, windows, tree, calltree, callers, callees);\n"
-    "                   one with --format csv: one header, a plain CSV file\n"
-    "  --format text|csv|json|pprof|svg  (default text); pprof: a gzipped profile.proto\n"
-    "                   of the samples, else of the function calls (go tool pprof reads it);\n"
-    "                   svg: their flame graph (a browser shows it: click zooms)\n"
-    "  --freq HZ        pprof: the run's sampling rate, for CPU time (default 100)\n"
-    "  -o, --output FILE  write there (created, never overwritten) instead of stdout\n"
-    "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n";
-
 /* Section ids of every mode (report_tables.c, report_tree.c, report_calls.c). */
 #define SECTION_LIST                                                                         \
   "functions, points, devices, counters, processes, threads, windows, tree, calltree, "     \
   "callers, callees"
+
+enum {
+  R_TOP = 256, R_SORT, R_FILTER, R_PID, R_TID, R_TREE, R_DEPTH, R_DIFF, R_FORMAT, R_GRAPH,
+  R_FREQ, R_SECTION
+};
+
+/* The one table of report's options: the parser's, --help's, avail's and
+ * docs/report.md's (`xptrace avail --markdown report`). */
+static const struct xopt report_opts[] = {
+    {"top", R_TOP, required_argument, "N", "rows per table (0 = all)",
+     "rows per table (`0`: all)", "20"},
+    {"sort", R_SORT, required_argument, "COLUMN",
+     "sort every table having COLUMN by it (self, total, count, mean, p99, inclusive, name, ...)",
+     "sort every table that has the column by it (`self`, `total`, `count`, `mean`, `p99`, "
+     "`inclusive`, `delta`, ...; `name` sorts by the first text column; in `--diff`, `total` "
+     "means `total_b`)",
+     "each table's own (below)"},
+    {"filter", R_FILTER, required_argument, "REGEX",
+     "only functions, trace points, commands, counters matching it (POSIX extended); --tree: "
+     "only samples with a matching frame",
+     "POSIX extended regex: only the functions, trace points, commands and counters whose name "
+     "matches; with `--tree`, only the samples with a matching frame",
+     "all"},
+    {"pid", R_PID, required_argument, "PID", "only this process", NULL, "all"},
+    {"tid", R_TID, required_argument, "TID", "only this thread",
+     "only this thread (device work has no thread: `--tid` leaves it out)", "all"},
+    {"tree", R_TREE, no_argument, NULL,
+     "the samples' call tree with percentages; without samples, that of the function calls "
+     "(calls, total and self time)",
+     "the samples' call tree instead of the tables; with no sample selected, the call tree of "
+     "the function calls (slices on threads)",
+     "off"},
+    {"graph", R_GRAPH, required_argument, "FUNCTION",
+     "its callers (every call path to it) and callees (merged)",
+     "callers (every call path to FUNCTION) and callees (its calls merged over its outermost "
+     "calls) of a function of the slices on threads, as `uftrace graph`",
+     "off"},
+    {"depth", R_DEPTH, required_argument, "N", "--tree: N levels",
+     "`--tree`: N levels; the deeper frames count in their ancestors' inclusive samples", "all"},
+    {"diff", R_DIFF, required_argument, "OTHER",
+     "compare with another run: a = PATH, b = OTHER, delta = b - a, ratio = b / a",
+     "two runs side by side: a = `PATH`, b = `OTHER`, `delta` = b − a, `ratio` = b / a", "off"},
+    {"section", R_SECTION, required_argument, "LIST",
+     "only these sections (ids, comma-separated: " SECTION_LIST "); one with --format csv: "
+     "one header, a plain CSV file",
+     "only these sections, by id (below), comma-separated; a name that is none is one line, exit "
+     "2 (with \"did you mean\"); one section in CSV is a plain CSV file: one header, kept when "
+     "the section has no row",
+     "all"},
+    {"format", R_FORMAT, required_argument, "text\\|csv\\|json\\|pprof\\|svg",
+     "output format; pprof: a gzipped profile.proto of the samples, else of the function calls "
+     "(go tool pprof reads it); svg: their flame graph (a browser shows it: click zooms)",
+     "output format; `pprof`: [a profile for pprof](#pprof-profiles); `svg`: [a flame "
+     "graph](#flame-graphs)",
+     "`text`"},
+    {"freq", R_FREQ, required_argument, "HZ", "pprof: the run's sampling rate, for CPU time",
+     "`pprof`: the rate the run sampled at, which makes each sample's CPU time (the trace does "
+     "not record it)",
+     "100 (`xptrace sample`'s default)"},
+    {"output", 'o', required_argument, "FILE",
+     "write there (created, never overwritten) instead of stdout",
+     "write to FILE (created; an existing file is never overwritten) instead of stdout",
+     "stdout"},
+    {"help", 'h', no_argument, NULL, "this help", NULL, NULL},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct xopt_cmd xopt_report = {
+    "report",
+    "usage: xptrace report [options] PATH\n"
+    "PATH: an output folder of xptrace run/sample/merge (every .perfetto-trace under it),\n"
+    "or one trace file.\n",
+    report_opts,
+    "Exit status: 0; 1 a trace could not be read (what could be is reported); 2 bad usage.\n"};
+static char usage_report[8192]; /* xopt_usage's, made first thing */
+
 static const char *const section_ids[] = {"functions", "points",   "devices", "counters",
                                           "processes", "threads",  "windows", "tree",
                                           "calltree",  "callers",  "callees", NULL};
@@ -142,30 +193,28 @@ static int export_pprof(const struct rp_model *m, const struct rp_select *sel, d
 }
 
 int cmd_report(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"top", required_argument, NULL, 'n'},   {"sort", required_argument, NULL, 's'},
-      {"filter", required_argument, NULL, 'F'}, {"pid", required_argument, NULL, 'p'},
-      {"tid", required_argument, NULL, 't'},   {"tree", no_argument, NULL, 'T'},
-      {"depth", required_argument, NULL, 'd'}, {"diff", required_argument, NULL, 'D'},
-      {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
-      {"output", required_argument, NULL, 'o'}, {"graph", required_argument, NULL, 'G'}, {"freq", required_argument, NULL, 'Q'},
-      {"section", required_argument, NULL, 'S'},
-      {NULL, 0, NULL, 0}};
-  struct rp_options o = {.format = RP_FMT_TEXT, .top = 20, .sel = {.pid = -1, .tid = -1}};
+  xopt_usage(&xopt_report, usage_report, sizeof usage_report);
+  struct option longopts[32];
+  char shorts[16];
+  xopt_getopt(&xopt_report, longopts, 32, "", shorts, sizeof shorts);
+  /* --top's and --freq's defaults are the table's words ("20", "100 (...)"). */
+  struct rp_options o = {.format = RP_FMT_TEXT,
+                         .top = strtoul(xopt_default(&xopt_report, "top"), NULL, 10),
+                         .sel = {.pid = -1, .tid = -1}};
   const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL, *sections = NULL;
-  double hz = 100; /* xptrace sample's default rate */
+  double hz = strtod(xopt_default(&xopt_report, "freq"), NULL); /* xptrace sample's rate */
   long v;
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     switch (c) {
-    case 'n':
+    case R_TOP:
       if (parse_count(optarg, 0, &v))
         return usage_error(usage_report, "--top wants a count, not '%s'", optarg);
       o.top = (size_t)v;
       break;
-    case 's': {
+    case R_SORT: {
       /* Every column some table has (report_tables.c, report_tree.c). */
       static const char *const columns[] = {
           "busy",    "calls",    "category", "change", "command", "count",     "counter", "delta",   "depth",
@@ -185,10 +234,10 @@ int cmd_report(int argc, char **argv) {
       o.sort = optarg;
       break;
     }
-    case 'F':
+    case R_FILTER:
       filter = optarg;
       break;
-    case 'S': {
+    case R_SECTION: {
       const char *bad = section_unknown(optarg);
       if (bad) {
         const char *near = nearest_name(section_ids, bad);
@@ -199,26 +248,26 @@ int cmd_report(int argc, char **argv) {
       sections = optarg;
       break;
     }
-    case 'p':
-    case 't':
+    case R_PID:
+    case R_TID:
       if (parse_count(optarg, 0, &v))
         return usage_error(usage_report, "--%s wants a number, not '%s'",
-                           c == 'p' ? "pid" : "tid", optarg);
-      *(c == 'p' ? &o.sel.pid : &o.sel.tid) = (int32_t)v;
+                           c == R_PID ? "pid" : "tid", optarg);
+      *(c == R_PID ? &o.sel.pid : &o.sel.tid) = (int32_t)v;
       break;
-    case 'T':
+    case R_TREE:
       o.tree = true;
       break;
-    case 'd':
+    case R_DEPTH:
       if (parse_count(optarg, 1, &v))
         return usage_error(usage_report, "--depth wants a count of at least 1, not '%s'",
                            optarg);
       o.depth = (size_t)v;
       break;
-    case 'D':
+    case R_DIFF:
       other = optarg;
       break;
-    case 'f':
+    case R_FORMAT:
       if (!strcmp(optarg, "text"))
         o.format = RP_FMT_TEXT;
       else if (!strcmp(optarg, "csv"))
@@ -236,10 +285,10 @@ int cmd_report(int argc, char **argv) {
     case 'o':
       output = optarg;
       break;
-    case 'G':
+    case R_GRAPH:
       graph = optarg;
       break;
-    case 'Q': {
+    case R_FREQ: {
       char *end;
       errno = 0;
       hz = strtod(optarg, &end);
@@ -431,7 +480,7 @@ int report_slices_table(FILE *out, const struct xpt_slice_table *sl, size_t top,
     if (!c)
       break;
     double v[11] = {0, 0, (double)r->count, (double)r->total, (double)r->self,
-                    (double)(r->total / r->count), (double)r->min, (double)r->max};
+                    (double)(r->sum / r->count), (double)r->min, (double)r->max};
     static const double q[3] = {0.50, 0.95, 0.99};
     for (size_t k = 0; k < 3; k++) { /* a bucket's midpoint, within the exact range */
       uint64_t p = stats_hist_quantile(&r->hist, r->count, q[k]);

@@ -333,6 +333,11 @@ bool rp_select_name(const struct rp_select *sel, const char *name) {
 struct rp_build {
   struct rp_map points, devices, funcs, threads, procs, windows, cpath;
   uint32_t windows_cat; /* RP_WINDOWS_STREAM */
+  /* Slices of each (name, category) open on the track being walked: a
+   * recursive call's time is in its outermost call's total already. */
+  struct rp_map opened;
+  uint32_t *open_n;
+  size_t nopen, open_cap;
 };
 
 /* The row of key in the array *arr of *n rows (added as *init when new). */
@@ -384,7 +389,25 @@ struct rp_open {
   uint64_t ts, child;
   uint32_t name, cat;
   uint32_t node; /* its call path (rp_cnode), UINT32_MAX: none */
+  size_t key;    /* its open_n slot, SIZE_MAX: none */
 };
+
+/* The open_n slot of (name, cat), SIZE_MAX when out of memory. */
+static size_t open_slot(struct rp_model *m, struct rp_build *b, uint32_t name, uint32_t cat) {
+  bool added;
+  size_t i = map_get(&b->opened, (uint64_t)name << 32 | cat, b->nopen, &added);
+  if (i != SIZE_MAX && added) {
+    GROW(b->open_n, b->nopen, b->open_cap, m);
+    if (b->nopen == b->open_cap)
+      return SIZE_MAX; /* the key maps to a slot never made: always SIZE_MAX after */
+    b->open_n[b->nopen++] = 0;
+  }
+  if (i == SIZE_MAX || i >= b->nopen) {
+    m->oom = true;
+    return SIZE_MAX;
+  }
+  return i;
+}
 
 /* The call path of name under parent (added when new). */
 static uint32_t cpath_node(struct rp_model *m, struct rp_build *b, uint32_t parent,
@@ -433,6 +456,10 @@ static uint32_t queue_name(struct rp_model *m, uint32_t name) {
 
 static void slice_done(struct rp_model *m, struct rp_build *b, const struct rp_track *t,
                        const struct rp_open *o, uint64_t end, size_t depth) {
+  /* As uftrace: the total counts a (name, category) nested in itself on
+   * its thread (recursion) once, in its outermost call; self and count
+   * take every call, the mean every call's duration. */
+  bool outer = o->key == SIZE_MAX || b->open_n[o->key] == 0;
   uint64_t dur = end - o->ts;
   uint64_t self = dur > o->child ? dur - o->child : 0;
   if (t->kind == RP_TRACK_THREAD && o->cat && o->cat == b->windows_cat) { /* not a trace point */
@@ -464,7 +491,8 @@ static void slice_done(struct rp_model *m, struct rp_build *b, const struct rp_t
             {.name = o->name, .cat = o->cat});
     if (p) {
       durs_add(m, &p->d, dur);
-      p->total += dur;
+      p->total += outer ? dur : 0;
+      p->sum += dur;
       p->self += handed ? dur : self; /* nested on their lane to be drawn, not called */
     }
     return;
@@ -532,15 +560,23 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
       if (depth == cap)
         break;
       uint32_t up = depth ? stack[depth - 1].node : 0, node = UINT32_MAX;
-      if (t->kind == RP_TRACK_THREAD)
-        node = e->cat && e->cat == b->windows_cat ? up : cpath_node(m, b, up, e->name);
-      stack[depth++] = (struct rp_open){e->ts, 0, e->name, e->cat, node};
+      size_t key = SIZE_MAX;
+      if (t->kind == RP_TRACK_THREAD) {
+        bool window = e->cat && e->cat == b->windows_cat;
+        node = window ? up : cpath_node(m, b, up, e->name);
+        key = window ? SIZE_MAX : open_slot(m, b, e->name, e->cat);
+        if (key != SIZE_MAX)
+          b->open_n[key]++;
+      }
+      stack[depth++] = (struct rp_open){e->ts, 0, e->name, e->cat, node, key};
     } else if (e->type == RP_END) {
       if (depth == 0) {
         m->unmatched_ends++;
         continue;
       }
       struct rp_open *o = &stack[--depth];
+      if (o->key != SIZE_MAX)
+        b->open_n[o->key]--;
       slice_done(m, b, t, o, e->ts, depth);
       uint32_t up = depth ? stack[depth - 1].node : 0;
       if (o->node != UINT32_MAX && o->node != up) { /* a window is no call */
@@ -555,6 +591,9 @@ static void walk_track(struct rp_model *m, struct rp_build *b, const struct rp_t
     }
   }
   m->unclosed += depth;
+  while (depth--) /* the next track starts with nothing open */
+    if (stack[depth].key != SIZE_MAX)
+      b->open_n[stack[depth].key]--;
   free(stack);
 }
 
@@ -676,6 +715,8 @@ bool rp_model_finish(struct rp_model *m, const struct rp_select *sel) {
   map_free(&b.procs);
   map_free(&b.windows);
   map_free(&b.cpath);
+  map_free(&b.opened);
+  free(b.open_n);
   return !m->oom;
 }
 

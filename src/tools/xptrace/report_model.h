@@ -76,7 +76,8 @@ struct rp_durs { /* durations, sorted once the model is finished */
 struct rp_point { /* a trace point (name, category) */
   uint32_t name, cat;
   struct rp_durs d;
-  uint64_t total, self;
+  uint64_t total; /* outermost calls only: recursion counted once, as uftrace */
+  uint64_t self, sum; /* every call's self time, duration */
 };
 struct rp_device { /* a device command (name) on a queue (track name without " #k") */
   uint32_t name, queue;

@@ -126,7 +126,7 @@ static void points_table(const struct rp_model *m, const struct rp_select *sel,
     set(&c[2], (double)p->d.n);
     set(&c[3], (double)p->total);
     set(&c[4], (double)p->self);
-    dist_cells(&c[5], &p->d, p->total);
+    dist_cells(&c[5], &p->d, p->sum); /* the mean of every call */
     count += p->d.n;
     total += p->total;
     self += p->self;

@@ -16,6 +16,7 @@
 #include <xpti/xpti_data_types.h>
 
 #include "counters.h"
+#include "options.h"
 #include "xpt_collector.h"
 #include "xpt_slices.h"
 #include "xptrace_cmds.h"
@@ -26,45 +27,136 @@
 #include "sample_timer.h"
 #endif
 
-static const char usage_run[] =
-    "usage: xptrace run [options] -- command [args...]\n"
-    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
-    "  -c, --collectors LIST    comma list of perfetto, stats, text (default: perfetto,stats;\n"
-    "                           perfetto with --functions, then a per-function table)\n"
-    "      --format FORMAT      trace format: perfetto (default) or json\n"
-    "      --buffer-size SIZE   trace buffer memory, at least 64K (default 64M)\n"
-    "      --buffer-policy P    flush (default: write full buffers) or ring (keep newest)\n"
-    "      --streams LIST       record only these streams (comma list; shell patterns)\n"
-    "      --opencl             trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)\n"
-    "      --level-zero         trace Level Zero calls (the loader's tracing layer, ours:\n"
-    "                           ZE_ENABLE_TRACING_LAYER=1, <lib>/level_zero first in\n"
-    "                           LD_LIBRARY_PATH)\n"
-    "      --sample             also sample call stacks (as 'xptrace sample'; other settings\n"
-    "                           from the XPTRACE_SAMPLE_* variables)\n"
-    "      --method M           with --sample: perf or timer (default: perf where the kernel\n"
-    "                           allows it; timer with --periods on several clocks)\n"
-    "      --off-cpu            with --sample, perf method: where threads blocked, with stacks\n"
-    "      --clock C, --call-graph M, --no-demangle\n"
-    "                           with --sample: as 'xptrace sample'\n"
-    "  -f, --freq HZ            with --sample: samples per CPU-second (default 100)\n"
-    "      --periods SPEC       record (and sample) only inside time windows: space-separated\n"
-    "                           clock:delay:duration:cycles (see docs/xptrace.md)\n"
-    "      --functions [REGEX]  trace function entries and exits (all of the program's,\n"
-    "                           whatever its build, or those whose name REGEX is found in:\n"
-    "                           ^ and $ anchor it; given again, either one; see\n"
-    "                           docs/functions.md)\n"
-    "      --exclude REGEX      with --functions: not these functions (accumulates too)\n"
-    "      --depth N            with --functions: record nesting levels 1 to N only\n"
-    "      --min-duration D     with --functions: only calls lasting D or more (10us, 1ms)\n"
-    "      --counters LIST      counter tracks (default, all, or names 'xptrace avail' lists)\n"
-    "                           into counters.perfetto-trace\n"
-    "      --mpi                trace MPI calls and messages (preloads the xptrace MPI layer;\n"
-    "                           also as 'mpirun ... xptrace run --mpi -- app')\n"
-    "  -v, --verbose            print the environment and command before running\n"
-    "  -h, --help               this help\n"
-    "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
-    "127 if the command cannot be found; 126 if it is a folder or not executable.\n";
+enum {
+  OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL,
+  OPT_SAMPLE, OPT_PERIODS, OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION,
+  OPT_COUNTERS, OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD, OPT_OFF_CPU, OPT_CLOCK, OPT_CALL_GRAPH,
+  OPT_NO_DEMANGLE
+};
 
+/* The one table of run's options: the parser's, --help's, avail's and
+ * docs/xptrace.md's (`xptrace avail --markdown run`). */
+static const struct xopt run_opts[] = {
+    {"output", 'o', required_argument, "DIR", "output folder",
+     "the run's folder (created before the command starts; if it exists it must be yours, a real "
+     "folder, not writable by group or others; not empty); every process writes into a folder of "
+     "its own inside it, so several runs may share it ([merge.md](merge.md))",
+     "`./xptrace-<command>-<pid of xptrace>`, a new folder (`-1`, `-2` ... if the name is taken)"},
+    {"collectors", 'c', required_argument, "LIST", "comma list of perfetto, stats, text",
+     "comma list of `perfetto`, `stats`, `text`",
+     "`perfetto,stats`; with `--functions`, `perfetto`, then the per-function table counted while "
+     "the trace is written ([functions.md](functions.md))"},
+    {"format", OPT_FORMAT, required_argument, "perfetto\\|json", "trace format",
+     "trace file format of the perfetto collector", "`perfetto`"},
+    {"buffer-size", OPT_BUFFER_SIZE, required_argument, "SIZE", "trace buffer memory, at least 64K",
+     "trace buffer memory: digits with an optional `K`, `M`, `G`, `T` (powers of 1024); at least "
+     "`64K`, at most `1T` (bounded by half the output's free space, said)",
+     "`64M`"},
+    {"max-size", OPT_MAX_SIZE, required_argument, "SIZE",
+     "stop recording a process once its recording holds SIZE",
+     "stop recording a process once its recording holds `SIZE`; later events are dropped, counted "
+     "and said (`XPTRACE_MAX_SIZE`)",
+     "no limit (a recording passing `1G` is said once)"},
+    {"buffer-policy", OPT_BUFFER_POLICY, required_argument, "flush\\|ring",
+     "when buffers are full: write them out (flush) or keep the newest (ring)",
+     "when buffers are full: write them out, or keep the newest", "`flush`"},
+    {"streams", OPT_STREAMS, required_argument, "LIST",
+     "record only these streams (comma list; shell patterns)",
+     "record only these streams (comma list; shell patterns such as `sycl*`; must name one)", "all"},
+    {"opencl", OPT_OPENCL, no_argument, NULL,
+     "trace OpenCL calls (adds the xptrace layer to OPENCL_LAYERS)",
+     "trace OpenCL calls: appends `<lib>/libxptrace_opencl.so` to `OPENCL_LAYERS` (after any "
+     "layers already there, `:`-separated)",
+     "off"},
+    {"level-zero", OPT_LEVEL_ZERO, no_argument, NULL,
+     "trace Level Zero calls (the loader's tracing layer, ours: ZE_ENABLE_TRACING_LAYER=1, "
+     "<lib>/level_zero first in LD_LIBRARY_PATH)",
+     "trace Level Zero calls with our loader tracing layer: sets `ZE_ENABLE_TRACING_LAYER=1` and "
+     "puts `<lib>/level_zero` (holding our `libze_tracing_layer.so.1`) first in `LD_LIBRARY_PATH`; "
+     "see [level_zero.md](level_zero.md)",
+     "off"},
+    {"sample", OPT_SAMPLE, no_argument, NULL,
+     "also sample call stacks (as 'xptrace sample'; other settings from the XPTRACE_SAMPLE_* "
+     "variables)",
+     "also sample call stacks, as `xptrace sample` does, with its options and defaults: "
+     "`--method`, `-f`, `--clock`, `--off-cpu`, `--call-graph`, `--no-demangle` "
+     "([sampler.md](sampler.md#the-command); `--depth` stays function tracing's); other timer "
+     "settings from the `XPTRACE_SAMPLE_*` variables",
+     "off"},
+    {"method", OPT_METHOD, required_argument, "M", "with --sample: perf or timer",
+     "with `--sample`: `perf` or `timer` ([sampler.md](sampler.md))",
+     "`perf` where the kernel allows it; `timer` with `--periods` on several clocks"},
+    {"off-cpu", OPT_OFF_CPU, no_argument, NULL,
+     "with --sample, perf method: where threads blocked, with stacks",
+     "with `--sample`, perf method: where threads blocked, with stacks "
+     "([sampler.md](sampler.md#the-command))",
+     "off"},
+    {"clock", OPT_CLOCK, required_argument, "C",
+     "with --sample: cputime, realtime or both, as 'xptrace sample'",
+     "with `--sample`: `cputime`, `realtime` or `both`, as `xptrace sample --clock` "
+     "([sampler.md](sampler.md#the-command))",
+     "`cputime`"},
+    {"call-graph", OPT_CALL_GRAPH, required_argument, "M",
+     "with --sample, perf method: dwarf or fp, as 'xptrace sample'",
+     "with `--sample`, perf method: `dwarf` or `fp`, as `xptrace sample --call-graph` "
+     "([sampler.md](sampler.md#the-command))",
+     "`dwarf`"},
+    {"no-demangle", OPT_NO_DEMANGLE, no_argument, NULL, "with --sample: as 'xptrace sample'",
+     "with `--sample`: C++ names as the binary has them ([sampler.md](sampler.md#the-command))",
+     "off"},
+    {"freq", 'f', required_argument, "HZ", "with --sample: samples per CPU-second",
+     "with `--sample`: samples per CPU-second", "100"},
+    {"periods", OPT_PERIODS, required_argument, "SPEC",
+     "record (and sample) only inside time windows: space-separated clock:delay:duration:cycles "
+     "(see docs/xptrace.md)",
+     "record only inside time windows (below); sets `XPTRACE_PERIODS` and, for `--sample`, "
+     "`XPTRACE_SAMPLE_PERIODS` (the perf method keeps windows on one clock itself; specs on "
+     "several clocks take the timer method, said)",
+     "the whole run"},
+    {"functions", OPT_FUNCTIONS, optional_argument, "[REGEX]",
+     "trace function entries and exits (all of the program's, whatever its build, or those whose "
+     "name REGEX is found in: ^ and $ anchor it; given again, either one; see docs/functions.md)",
+     "trace function entries and exits (every function of the program, whatever its build: "
+     "`-finstrument-functions`, `-pg`, patchable entries or none; or those whose name REGEX, a "
+     "POSIX extended regex, is found in (`^`, `$` anchor it; several `--functions` accumulate), "
+     "in the program and the libraries it loads; as a separate word it must come before `--`): "
+     "preloads `<lib>/libxptrace_functions.so` and sets `XPTRACE_FUNCTIONS*`; see "
+     "[functions.md](functions.md)",
+     "off"},
+    {"exclude", OPT_FN_EXCLUDE, required_argument, "REGEX",
+     "with --functions: not these functions (accumulates too)",
+     "with `--functions`: not the functions whose name REGEX is found in (several accumulate)",
+     "none"},
+    {"depth", OPT_FN_DEPTH, required_argument, "N",
+     "with --functions: record nesting levels 1 to N only",
+     "with `--functions`: record nesting levels 1 to N only", "all"},
+    {"min-duration", OPT_FN_MIN_DURATION, required_argument, "D",
+     "with --functions: only calls lasting D or more (10us, 1ms)",
+     "with `--functions`: only calls lasting D or more (`10us`, `1ms`)", "`0`"},
+    {"counters", OPT_COUNTERS, required_argument, "LIST",
+     "counter tracks (default, all, or names 'xptrace avail' lists) into "
+     "counters.perfetto-trace",
+     "counter tracks (CPU time, context switches, page faults per thread; RSS, peak RSS; "
+     "perf_event totals, hardware ones where a PMU exists) into `counters.perfetto-trace`: "
+     "`default`, `all` or names from `xptrace avail`; see [report.md](report.md#counters)",
+     "off"},
+    {"mpi", OPT_MPI, no_argument, NULL,
+     "trace MPI calls and messages (preloads the xptrace MPI layer; also as 'mpirun ... xptrace "
+     "run --mpi -- app')",
+     "trace MPI calls and messages: appends `<lib>/libxptrace_mpi.so` to `LD_PRELOAD` "
+     "([mpi.md](mpi.md)); also as `mpirun ... xptrace run --mpi -- app`",
+     "off"},
+    {"verbose", 'v', no_argument, NULL, "print the environment and command before running",
+     "print every variable set and the command before running", "off"},
+    {"help", 'h', no_argument, NULL, "this help", NULL, NULL},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct xopt_cmd xopt_run = {
+    "run", "usage: xptrace run [options] -- command [args...]\n", run_opts,
+    "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
+    "127 if the command cannot be found; 126 if it is a folder or not executable.\n"};
+static char usage_run[8192]; /* xopt_usage's, made first thing */
 
 /* ---- run ----------------------------------------------------------------- */
 
@@ -358,38 +450,11 @@ static void run_after(const void *ctx) {
 }
 
 int cmd_run(int argc, char **argv) {
-  enum { OPT_FORMAT = 256, OPT_BUFFER_SIZE, OPT_MAX_SIZE, OPT_BUFFER_POLICY, OPT_STREAMS, OPT_OPENCL, OPT_SAMPLE,
-         OPT_PERIODS,
-         OPT_FUNCTIONS, OPT_FN_EXCLUDE, OPT_FN_DEPTH, OPT_FN_MIN_DURATION, OPT_COUNTERS,
-         OPT_MPI, OPT_LEVEL_ZERO, OPT_METHOD, OPT_OFF_CPU, OPT_CLOCK, OPT_CALL_GRAPH, OPT_NO_DEMANGLE };
-  static const struct option longopts[] = {
-      {"output", required_argument, NULL, 'o'},
-      {"collectors", required_argument, NULL, 'c'},
-      {"format", required_argument, NULL, OPT_FORMAT},
-      {"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
-      {"max-size", required_argument, NULL, OPT_MAX_SIZE},
-      {"buffer-policy", required_argument, NULL, OPT_BUFFER_POLICY},
-      {"streams", required_argument, NULL, OPT_STREAMS},
-      {"opencl", no_argument, NULL, OPT_OPENCL},
-      {"level-zero", no_argument, NULL, OPT_LEVEL_ZERO},
-      {"sample", no_argument, NULL, OPT_SAMPLE},
-      {"method", required_argument, NULL, OPT_METHOD},
-      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
-      {"clock", required_argument, NULL, OPT_CLOCK},
-      {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
-      {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-      {"freq", required_argument, NULL, 'f'},
-      {"periods", required_argument, NULL, OPT_PERIODS},
-      {"functions", optional_argument, NULL, OPT_FUNCTIONS},
-      {"exclude", required_argument, NULL, OPT_FN_EXCLUDE},
-      {"depth", required_argument, NULL, OPT_FN_DEPTH},
-      {"min-duration", required_argument, NULL, OPT_FN_MIN_DURATION},
-      {"counters", required_argument, NULL, OPT_COUNTERS},
-      {"mpi", no_argument, NULL, OPT_MPI},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
+  xopt_usage(&xopt_run, usage_run, sizeof usage_run);
+  struct option longopts[64];
+  char shorts[64];
+  /* "+": options end at the command, whose own options are its own. */
+  xopt_getopt(&xopt_run, longopts, 64, "+:", shorts, sizeof shorts);
   run_options_t o = {.collectors = "perfetto,stats"};
   bool collectors_given = false;
   bool sample = false, mpi = false, off_cpu = false, demangle = true;
@@ -399,8 +464,7 @@ int cmd_run(int argc, char **argv) {
   opterr = 0;
   optind = 1;
   int opt;
-  /* "+": options end at the command, whose own options are its own. */
-  while ((opt = getopt_long(argc, argv, "+:o:c:f:vh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     switch (opt) {
     case 'o': o.output = optarg; break;
     case 'c': o.collectors = optarg, collectors_given = true; break;
