@@ -23,6 +23,7 @@ typedef enum cg_mode {
   CG_DSO_CALL,      /* an empty function in another .so, through a pointer */
   CG_NOTIFY,        /* xptiNotifySubscribers, one empty callback */
   CG_NOTIFY_STAMP,  /* the same once a collector asked for the per-thread stamp */
+  CG_NOTIFY_STREAM, /* one stream-wide callback and the stamp: xptrace's collectors */
   CG_TRACE_ENABLED, /* xptiTraceEnabled */
   CG_MAKE_SAME,     /* xptiMakeEvent, the same (registered) payload object */
   CG_MAKE_COPY,     /* xptiMakeEvent, a fresh copy of an existing payload */
@@ -32,7 +33,7 @@ typedef enum cg_mode {
 } cg_mode_t;
 
 static const char *const cg_mode_names[CG_MODE_COUNT] = {
-    "loop", "direct-call", "dso-call", "notify", "notify-stamped", "trace-enabled",
+    "loop", "direct-call", "dso-call", "notify", "notify-stamped", "notify-stream", "trace-enabled",
     "make-same", "make-copy", "find", "lookup-string",
 };
 
@@ -66,6 +67,7 @@ __attribute__((noinline)) void cg_measured(cg_mode_t mode, unsigned long n) {
     break;
   case CG_NOTIFY:
   case CG_NOTIFY_STAMP:
+  case CG_NOTIFY_STREAM:
     for (unsigned long i = 0; i < n; i++)
       sum += (unsigned)xptiNotifySubscribers(cg_stream, XPTI_TRACE_TASK_BEGIN, NULL, cg_event, i,
                                              NULL);
@@ -100,6 +102,13 @@ __attribute__((noinline)) void cg_measured(cg_mode_t mode, unsigned long n) {
   cg_sink = sum;
 }
 
+static void cg_empty_stream_callback(uint8_t stream, uint16_t trace_type,
+                                     xpti_trace_event_data_t *parent,
+                                     xpti_trace_event_data_t *event, uint64_t instance,
+                                     const void *user_data) {
+  (void)stream, (void)trace_type, (void)parent, (void)event, (void)instance, (void)user_data;
+}
+
 static void cg_empty_callback(uint16_t trace_type, xpti_trace_event_data_t *parent,
                               xpti_trace_event_data_t *event, uint64_t instance,
                               const void *user_data) {
@@ -121,13 +130,16 @@ int main(int argc, char **argv) {
     return 2;
   }
 #ifndef CG_PROXY
-  if (mode == CG_NOTIFY_STAMP)
+  if (mode == CG_NOTIFY_STAMP || mode == CG_NOTIFY_STREAM)
     (void)xptraceThreadStamp(); /* what a collector sharing the stamp does */
   /* Against the dispatcher: tracing on, one stream, one empty callback,
    * one existing trace point. */
   xptiForceSetTraceEnabled(true);
   cg_stream = xptiRegisterStream("cg_bench");
-  xptiRegisterCallback(cg_stream, XPTI_TRACE_TASK_BEGIN, cg_empty_callback);
+  if (mode == CG_NOTIFY_STREAM)
+    xptiRegisterStreamCallback(cg_stream, cg_empty_stream_callback);
+  else
+    xptiRegisterCallback(cg_stream, XPTI_TRACE_TASK_BEGIN, cg_empty_callback);
   cg_payload_pristine = xpti_payload_make("cg_function", "src/cg_bench.c", 42, 7, NULL);
   cg_payload_same = cg_payload_pristine;
   xpti_payload_t first = cg_payload_pristine;
@@ -158,5 +170,6 @@ int main(int argc, char **argv) {
     printf("%s %.3f\n", cg_mode_names[mode], bench_median(samples, 5));
   }
   cg_empty_callback(0, NULL, NULL, 0, NULL);
+  cg_empty_stream_callback(0, 0, NULL, NULL, 0, NULL);
   return 0;
 }

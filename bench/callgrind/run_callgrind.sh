@@ -65,6 +65,7 @@ row "proxy stub xptiNotifySubscribers, tracing off" cg_bench_proxy notify
 row "proxy stub xptiTraceEnabled, tracing off" cg_bench_proxy trace-enabled
 row "xptiNotifySubscribers, one empty callback" cg_bench_fw notify
 row "  the same once a collector shares the per-thread stamp" cg_bench_fw notify-stamped
+row "  one stream-wide callback, stamp used (our collectors)" cg_bench_fw notify-stream
 row "xptiMakeEvent, existing payload (same registered object)" cg_bench_fw make-same
 row "xptiMakeEvent, existing payload (fresh copy: key lookup)" cg_bench_fw make-copy
 row "xptiFindEvent" cg_bench_fw find

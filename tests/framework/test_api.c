@@ -145,9 +145,29 @@ static void test_sole_per_type(void) {
   norder = 0;
   xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 8, NULL);
   CHECK(norder == 1 && order[0] == 'a');
+  /* a user-defined type (page 1 and up) has its sole pointer on its page */
+  uint16_t mine = xptiRegisterUserDefinedTracePoint("unit.sole.tool", 3);
+  CHECK(mine >= 256);
+  CHECK_EQ(xptiRegisterCallback(s, mine, cb_b), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, mine, NULL, e, 10, NULL);
+  CHECK(norder == 1 && order[0] == 'b');
+  CHECK_EQ(xptiRegisterCallback(s, mine, cb_a), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, mine, NULL, e, 11, NULL);
+  CHECK(norder == 2 && order[0] == 'b' && order[1] == 'a');
+  CHECK_EQ(xptiUnregisterCallback(s, mine, cb_b), XPTI_RESULT_SUCCESS);
+  norder = 0;
+  xptiNotifySubscribers(s, mine, NULL, e, 12, NULL);
+  CHECK(norder == 1 && order[0] == 'a');
+  /* the predefined type with the same low byte is not it */
+  norder = 0;
+  xptiNotifySubscribers(s, (uint16_t)(mine & 0xff), NULL, e, 13, NULL);
+  CHECK_EQ(norder, 0);
   CHECK_EQ(xptiUnregisterStream("unit.sole"), XPTI_RESULT_SUCCESS);
   norder = 0;
   xptiNotifySubscribers(s, XPTI_TRACE_TASK_BEGIN, NULL, e, 9, NULL);
+  xptiNotifySubscribers(s, mine, NULL, e, 14, NULL);
   CHECK_EQ(norder, 0);
 }
 
@@ -518,6 +538,11 @@ static void test_reset(void) {
   xpti_payload_t p = xpti_payload_make("r", "r.c", 1, 1, NULL);
   uint64_t uid = xptiRegisterPayload(&p);
   const char *old = xptiLookupString(sid);
+  /* stream 2 (the first after "xpti.framework") has a sole callback; after
+   * the reset id 2 is a new stream that nobody listens to */
+  CHECK(xptiLookupStreamName(2) != NULL);
+  CHECK_EQ(xptiRegisterCallback(2, XPTI_TRACE_LOCK_END, cb_a), XPTI_RESULT_SUCCESS);
+  CHECK(xptiCheckTraceEnabled(2, XPTI_TRACE_LOCK_END));
   xptiReset();
   CHECK(xptiLookupStreamName(s) == NULL);
   CHECK(xptiFindEvent(uid) == NULL);
@@ -527,6 +552,13 @@ static void test_reset(void) {
   CHECK(!strcmp(xptiLookupStreamName(1), XPTI_DEFAULT_STREAM_NAME));
   CHECK(xptiLookupStreamName(0) == NULL);
   CHECK_EQ(xptiRegisterStream("fresh"), 2);
+  xpti_payload_t q = xpti_payload_make("r2", "r2.c", 2, 1, NULL);
+  xpti_trace_event_data_t *e = xptiMakeEvent(NULL, &q, XPTI_EVENT_ALGORITHM, XPTI_ACTIVITY_ACTIVE, NULL);
+  CHECK(e != NULL);
+  norder = 0;
+  CHECK_EQ(xptiNotifySubscribers(2, XPTI_TRACE_LOCK_END, NULL, e, 1, NULL), XPTI_RESULT_SUCCESS);
+  CHECK_EQ(norder, 0);
+  CHECK(!xptiCheckTraceEnabled(2, XPTI_TRACE_LOCK_END));
   CHECK_EQ(xptiRegisterString("fresh", &copy), 1);
 }
 
