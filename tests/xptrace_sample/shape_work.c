@@ -23,6 +23,8 @@
  *               "holder" holds then: 25/50/25 of its wall time; prints
  *               "wall waiter=S compute=S sleep=S lock=S" (its lifetime and
  *               what each part really took: the truth under load)
+ *   offcpu N wait  the same once a line comes on stdin, after printing
+ *               "ready" (attaching: the threads start once it is attached)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -279,6 +281,13 @@ int main(int argc, char **argv) {
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
   if (strcmp(mode, "offcpu") == 0) {
     ncycles = argc > 2 ? atoi(argv[2]) : 25;
+    if (argc > 3 && strcmp(argv[3], "wait") == 0) {
+      char line[16];
+      printf("ready\n");
+      fflush(stdout);
+      if (!fgets(line, sizeof line, stdin))
+        return 2;
+    }
     return ncycles > 0 ? run_offcpu() : 2;
   }
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
