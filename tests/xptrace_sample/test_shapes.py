@@ -220,8 +220,8 @@ elif mode in ("perf-offcpu", "perf-attach-offcpu"):
     if mode == "perf-offcpu":
         rc, out, err = xp("sample", "-f", "1000", "--off-cpu", "--clock", "both", "-o", "o", "--", work, "offcpu", "25")
     else:
-        # Attached before its threads start (it waits for a line on stdin),
-        # so the waiter's whole life is in the profile: the same truth.
+        # Attached to its three threads while they wait for a line on
+        # stdin: the waiter's whole work is in the profile, the same truth.
         import subprocess
         prog = subprocess.Popen([work, "offcpu", "25", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True)
@@ -244,7 +244,7 @@ elif mode in ("perf-offcpu", "perf-attach-offcpu"):
         if "sampling a running process needs per-CPU events" in err:
             print(f"SKIP [{mode}]: {err.strip()}")
             sys.exit(77)
-        c.check("context switches of 1 attached thread" in err, f"not the attached threads' switches: {err}")
+        c.check("context switches of 3 attached threads" in err, f"not the attached threads' switches: {err}")
     if "no off-CPU profile" in err:
         print(f"SKIP [{mode}]: {err.strip()}")
         sys.exit(77)

@@ -57,7 +57,15 @@ static void attach_scan(perf_state_t *s, pid_t pid) {
     pid_t tid = (pid_t)atoi(e->d_name);
     if (tid <= 0)
       continue;
-    xs_thread(s->session, pid, tid, 0, NULL);
+    /* Its name as a COMM record would give it (pthread_setname_np). */
+    char tcomm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    FILE *tf = fopen(path, "re");
+    if (tf && fgets(tcomm, sizeof tcomm, tf))
+      tcomm[strcspn(tcomm, "\n")] = '\0';
+    if (tf)
+      fclose(tf);
+    xs_thread(s->session, pid, tid, 0, tcomm);
     live_add(s, pid, tid);
     if (s->nlive && s->live[s->nlive - 1].tid == tid) {
       uint64_t ns = counters_thread_cpu_ns(pid, tid);
