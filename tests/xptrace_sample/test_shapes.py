@@ -282,6 +282,28 @@ elif mode in ("perf-offcpu", "perf-attach-offcpu"):
         c.check(all(f[1] in ("start_thread", "__clone3", "clone3", "clone") for f, _ in off),
                 f"off-CPU stacks not unwound to the thread's start: {[f for f, _ in off][:3]}")
     c.check(re.search(r"[0-9.]+ s off-CPU", err), f"no off-CPU summary: {err}")
+    # The other outputs carry it: the flame graph in microseconds, and
+    # report --format pprof a value column "offcpu" with the same times.
+    svg = open(os.path.join(scratch, "o", "samples_offcpu.svg")).read() if n_off else ""
+    for fn in ("sleep_part", "lock_part"):
+        us = sum(k for f, k in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) if fn in f[1:])
+        c.check(f'{fn}" data-d="5" data-v="{us}"' in svg and f"{fn} ({us} us," in svg,
+                f"samples_offcpu.svg: {fn} not {us} us")
+    import shutil as sh
+    if sh.which("go"):
+        rc, _, perr = xp("report", "o", "--format", "pprof", "-o", "p.pb.gz")
+        c.check(rc == 0, f"report --format pprof: {rc} {perr}")
+        env = dict(os.environ, HOME=scratch, PPROF_TMPDIR=scratch)
+        rc, top, perr = run(["go", "tool", "pprof", "-symbolize=none", "-sample_index=offcpu", "-unit=us", "-top",
+                             os.path.join(scratch, "p.pb.gz")], cwd=scratch, timeout=120, env=env)
+        all_off = total(read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) or [])
+        c.check(rc == 0 and f"Total samples = {all_off}us" in top, f"pprof offcpu total not {all_off} us: {top} {perr}")
+        for fn in ("sleep_part", "lock_part"):
+            us = sum(k for f, k in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) if fn in f[1:])
+            c.check(re.search(rf"\s{us}us\s+[0-9.]+%\s+{fn}$", top, re.M), f"pprof offcpu: {fn} not {us} us: {top}")
+        rc, top, perr = run(["go", "tool", "pprof", "-symbolize=none", "-top", os.path.join(scratch, "p.pb.gz")],
+                            cwd=scratch, timeout=120, env=env)
+        c.check(rc == 0 and "Type: cpu" in top and "wait_compute" in top, f"pprof cpu: {top} {perr}")
 else:
     c.check(False, f"unknown mode {mode}")
 sys.exit(c.done())

@@ -431,7 +431,9 @@ static void folded_svg(const xs_session_t *s, const char *folded_path, xs_clock_
   snprintf(title, sizeof title, "%s: %s", base ? base + 1 : s->o.command,
            clock == XS_CPUTIME ? "CPU-time samples" : clock == XS_OFFCPU ? "off-CPU time (us)"
            : s->o.realtime_us ? "wall time (us)" : "wall-time samples");
-  int err = fg_folded_to_svg(s->o.dir, name, svg, title);
+  /* Off-CPU and perf wall-time weights are microseconds, not samples. */
+  bool us = clock == XS_OFFCPU || (clock == XS_REALTIME && s->o.realtime_us);
+  int err = fg_folded_to_svg(s->o.dir, name, svg, title, us ? "us" : "samples");
   if (err)
     fprintf(stderr, "xptrace: cannot write %s/%s: %s\n", s->o.dir, svg, strerror(err));
 }
