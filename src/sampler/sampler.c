@@ -722,7 +722,8 @@ __attribute__((constructor)) static void sampler_load(void) {
     if (!wanted[SAMPLER_REALTIME])
       xpt_msg("xptrace: no free real-time signal; realtime sampling disabled\n");
   }
-  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) | (sampler_cfg.nperiods ? SREC_FLAG_PERIODS : 0);
+  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) |
+                   (sampler_cfg.nperiods ? SREC_FLAG_PERIODS : 0);
   bool any = false;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
     if (sampler_cfg.on[k] && wanted[k] && sampler_install_handler(k, wanted[k], wanted)) {
