@@ -97,104 +97,13 @@ __attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
  * the same signal is told apart. */
 #define SAMPLER_TIMER_TAG 0x5a3e1000
 
-static const char *const clock_names[SAMPLER_NCLOCKS] = {"cputime", "realtime"};
-
-/* ---- settings (environment, read once at load) ------------------------ */
-
-static struct {
-  bool on[SAMPLER_NCLOCKS];
-  double freq[SAMPLER_NCLOCKS];
-  unsigned depth;
-  sampler_period_t periods[SAMPLER_MAX_PERIODS];
-  size_t nperiods;
-} cfg;
-
-static void settings_bad(const char *name, const char *value, const char *what, const char *fallback) {
-  xpt_msg("xptrace: %s='%s' is not %s; using %s\n", name, value, what, fallback);
-}
-
-static double settings_freq(const char *name, double fallback) {
-  const char *text = getenv(name);
-  double hz;
-  if (!text || !*text)
-    return fallback;
-  if (sampler_parse_freq(text, &hz))
-    return hz;
-  char shown[32];
-  snprintf(shown, sizeof shown, "%g", fallback);
-  settings_bad(name, text, "a frequency in Hz (0 < f <= 100000)", shown);
-  return fallback;
-}
-
-static void settings_read(void) {
-  cfg.on[SAMPLER_CPUTIME] = true;
-  const char *text = getenv("XPTRACE_SAMPLE_CLOCK");
-  if (text && *text && !sampler_parse_clock(text, cfg.on))
-    settings_bad("XPTRACE_SAMPLE_CLOCK", text, "cputime, realtime or both", "cputime");
-  double freq = settings_freq("XPTRACE_SAMPLE_FREQ", SAMPLER_DEFAULT_FREQ);
-  cfg.freq[SAMPLER_CPUTIME] = settings_freq("XPTRACE_SAMPLE_CPUTIME_FREQ", freq);
-  cfg.freq[SAMPLER_REALTIME] = settings_freq("XPTRACE_SAMPLE_REALTIME_FREQ", freq);
-  cfg.depth = SAMPLER_DEFAULT_DEPTH;
-  text = getenv("XPTRACE_SAMPLE_DEPTH");
-  if (text && *text && !sampler_parse_depth(text, &cfg.depth))
-    settings_bad("XPTRACE_SAMPLE_DEPTH", text, "a depth from 1 to 512", "256");
-  text = getenv("XPTRACE_SAMPLE_PERIODS");
-  if (text && *text) {
-    char bad[64];
-    if (!sampler_parse_periods(text, cfg.periods, &cfg.nperiods, bad, sizeof bad)) {
-      cfg.nperiods = 0;
-      xpt_msg(
-              "xptrace: XPTRACE_SAMPLE_PERIODS: '%s' is not clock:delay:duration:cycles "
-              "(clock realtime, cputime or process_cputime); sampling the whole run\n",
-              bad[0] ? bad : text);
-    }
-  }
-}
 
 /* ---- state ----------------------------------------------------------------- */
 
-/* ---- state ----------------------------------------------------------------- */
-
-typedef struct sampler_thread {
-  struct sampler_thread *next; /* registry */
-  uint32_t index;
-  pid_t tid;
-  clockid_t cpu_clock;
-  timer_t timer[SAMPLER_NCLOCKS];
-  bool has_timer[SAMPLER_NCLOCKS];
-  srec_chunk_t *chunk;              /* touched only by this thread */
-  _Atomic uint64_t weight[SAMPLER_NCLOCKS]; /* weighted samples taken */
-  /* For the CPU time the tick did not sample (below): the CPU-time
-   * timer's start and first expiry, the start routine, and the frames
-   * that called it. */
-  uint64_t timer_cpu0, timer_first;
-  bool cpu_timer_started;
-  void *routine;
-  void *base[16];
-  int nbase;
-  atomic_bool live;                 /* the handler may record */
-  atomic_int busy;                  /* the handler is running on this thread */
-} sampler_thread_t;
 
 static __thread sampler_thread_t *tls_self __attribute__((tls_model("initial-exec")));
 
-static struct {
-  bool loaded;
-  bool quiet;                              /* the launcher reports (XPTRACE_FINISHER=launcher) */
-  int signo[SAMPLER_NCLOCKS];              /* 0: that clock is not sampled */
-  struct sigaction before[SAMPLER_NCLOCKS]; /* what the program had */
-  atomic_bool active[SAMPLER_NCLOCKS];     /* timers may be created */
-  atomic_bool window_open;
-  atomic_bool stopping;
-  atomic_bool finished;
-  pthread_mutex_t registry_lock;             /* threads list, timers */
-  sampler_thread_t *threads;
-  uint32_t next_index;
-  clockid_t main_cpu_clock;
-  pid_t root_pid;                            /* first sampled process of the tree */
-  bool forked;                               /* this process is a fork of a sampled one */
-  char dir[PATH_MAX + 32];                   /* where the recording is */
-} sampler = {
+SAMPLER_HIDDEN sampler_state_t sampler = {
     .registry_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -216,7 +125,7 @@ static sigaction_fn real_sigaction_fn(void) {
   return f;
 }
 
-static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   sigaction_fn f = real_sigaction_fn();
   if (!f) {
     errno = ENOSYS;
@@ -263,7 +172,7 @@ static void sampler_give_up_clock(int k, const char *why) {
     const char *abbrev = sigabbrev_np(sampler.signo[k]);
     if (!sampler.quiet)
       xpt_msg("xptrace: the program %s SIG%s; %s sampling disabled\n", why, abbrev ? abbrev : "?",
-              clock_names[k]);
+              sampler_clock_names[k]);
   }
   pthread_mutex_unlock(&sampler.registry_lock);
 }
@@ -274,14 +183,14 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
                                                      struct sigaction *old) {
   int k = sampler.loaded ? clock_of_signal(sig) : -1;
   if (k < 0 || !atomic_load(&sampler.active[k]) || (!act && !old))
-    return real_sigaction(sig, act, old);
+    return sampler_real_sigaction(sig, act, old);
   if (!act) {
     *old = sampler.before[k];
     return 0;
   }
   sampler_give_up_clock(k, "sets its own action for");
   struct sigaction ignored;
-  int rc = real_sigaction(sig, act, &ignored);
+  int rc = sampler_real_sigaction(sig, act, &ignored);
   if (rc == 0 && old)
     *old = sampler.before[k];
   return rc;
@@ -327,7 +236,7 @@ static void chain_previous(int k, int sig, siginfo_t *info, void *uctx) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    real_sigaction(sig, &dfl, NULL);
+    sampler_real_sigaction(sig, &dfl, NULL);
     raise(sig);
   } else if (prev->sa_handler != SIG_IGN) {
     prev->sa_handler(sig);
@@ -335,7 +244,7 @@ static void chain_previous(int k, int sig, siginfo_t *info, void *uctx) {
 }
 
 static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uctx) {
-  size_t max = sizeof(srec_sample_t) + cfg.depth * sizeof(uint64_t);
+  size_t max = sizeof(srec_sample_t) + sampler_cfg.depth * sizeof(uint64_t);
   srec_sample_t *s = srec_reserve(&t->chunk, max, SREC_OWNER_THREADS);
   if (!s) {
     srec_lost();
@@ -357,7 +266,7 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
     s->pc[n++] = (uint64_t)ip;
     if (unw.step(&cursor) <= 0)
       break;
-    if (n == cfg.depth) {
+    if (n == sampler_cfg.depth) {
       truncated = 1;
       break;
     }
@@ -379,7 +288,7 @@ static void record_sample(sampler_thread_t *t, int k, uint32_t weight, void *uct
   atomic_fetch_add_explicit(&t->weight[k], weight, memory_order_relaxed);
 }
 
-static void sampler_on_signal(int sig, siginfo_t *info, void *uctx) {
+void sampler_on_signal(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   int k = clock_of_signal(sig);
   if (k < 0) {
@@ -458,7 +367,7 @@ static void timer_start_locked(sampler_thread_t *t, int k) {
     srec_flag(SREC_FLAG_NO_TIMER);
     return;
   }
-  double period = 1.0 / cfg.freq[k];
+  double period = 1.0 / sampler_cfg.freq[k];
   struct itimerspec spec;
   set_timespec(&spec.it_interval, period);
   set_timespec(&spec.it_value, period * random_phase(t->tid));
@@ -556,9 +465,9 @@ static void thread_begin(bool is_main, void *routine) {
  * the routine's.  Not with --periods (the windows decide), and not for a
  * thread whose SIGPROF was blocked or taken (the diagnostics say so). */
 static void charge_unsampled_locked(sampler_thread_t *t, uint64_t cpu, uint64_t weight[SAMPLER_NCLOCKS]) {
-  if (!t->routine || !t->cpu_timer_started || cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]))
+  if (!t->routine || !t->cpu_timer_started || sampler_cfg.nperiods || !atomic_load(&sampler.active[SAMPLER_CPUTIME]))
     return;
-  uint64_t period = (uint64_t)(1e9 / cfg.freq[SAMPLER_CPUTIME]);
+  uint64_t period = (uint64_t)(1e9 / sampler_cfg.freq[SAMPLER_CPUTIME]);
   if (period == 0)
     period = 1;
   uint64_t due = cpu < t->timer_cpu0 + t->timer_first ? 0 : 1 + (cpu - t->timer_cpu0 - t->timer_first) / period;
@@ -568,8 +477,8 @@ static void charge_unsampled_locked(sampler_thread_t *t, uint64_t cpu, uint64_t 
     return;
   uint64_t missing = due > weight[SAMPLER_CPUTIME] ? due - weight[SAMPLER_CPUTIME] : 0;
   size_t n = 1 + (size_t)(t->nbase > 0 ? t->nbase : 0);
-  if (n > cfg.depth)
-    n = cfg.depth;
+  if (n > sampler_cfg.depth)
+    n = sampler_cfg.depth;
   srec_sample_t *s = srec_reserve_meta_locked(sizeof *s + n * sizeof(uint64_t));
   if (!s)
     return;
@@ -685,7 +594,7 @@ static void *internal_trampoline(void *p) {
   return fn(arg);
 }
 
-static int start_internal_thread(void *(*fn)(void *), void *arg) {
+int sampler_start_thread(void *(*fn)(void *), void *arg) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -702,160 +611,6 @@ static int start_internal_thread(void *(*fn)(void *), void *arg) {
       sched_yield();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
-}
-
-/* ---- time windows ----------------------------------------------------------- */
-
-static uint64_t clock_ns(clockid_t clock, bool *ok) {
-  struct timespec ts;
-  if (clock_gettime(clock, &ts) != 0) {
-    *ok = false;
-    return 0;
-  }
-  *ok = true;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-/* Wait `seconds` on a period clock.  False when that clock is gone (the
- * main thread ended): the periods stop there. */
-static bool period_wait(enum sampler_period_clock which, double seconds) {
-  clockid_t clock = which == SAMPLER_PERIOD_REALTIME          ? CLOCK_MONOTONIC
-                    : which == SAMPLER_PERIOD_PROCESS_CPUTIME ? CLOCK_PROCESS_CPUTIME_ID
-                                                              : sampler.main_cpu_clock;
-  bool ok;
-  uint64_t target = clock_ns(clock, &ok) + (uint64_t)(seconds * 1e9);
-  if (!ok)
-    return false;
-  for (;;) {
-    uint64_t now = clock_ns(clock, &ok);
-    if (!ok)
-      return false;
-    if (now >= target)
-      return true;
-    uint64_t left = target - now;
-    if (which == SAMPLER_PERIOD_PROCESS_CPUTIME) {
-      /* Several threads spend CPU time faster than the wall clock runs. */
-      if (left > 10000000u)
-        left = 10000000u;
-    }
-    /* A thread's CPU time never runs faster than the wall clock: sleeping
-     * `left` of wall time cannot overshoot. */
-    sleep_ns(left < 100000u ? 100000u : left);
-  }
-}
-
-static void *controller_main(void *unused) {
-  (void)unused;
-  for (size_t i = 0; i < cfg.nperiods; ++i) {
-    const sampler_period_t *p = &cfg.periods[i];
-    for (uint64_t c = 0; p->cycles == 0 || c < p->cycles; ++c) {
-      if (!period_wait(p->clock, p->delay))
-        goto done;
-      atomic_store(&sampler.window_open, true);
-      bool ok = period_wait(p->clock, p->duration);
-      atomic_store(&sampler.window_open, false);
-      if (!ok)
-        goto done;
-    }
-  }
-done:
-  atomic_store(&sampler.window_open, false);
-  return NULL;
-}
-
-static void windows_start(void) {
-  atomic_store(&sampler.window_open, cfg.nperiods == 0);
-  if (cfg.nperiods == 0)
-    return;
-  if (pthread_getcpuclockid(pthread_self(), &sampler.main_cpu_clock) != 0)
-    sampler.main_cpu_clock = CLOCK_PROCESS_CPUTIME_ID;
-  if (start_internal_thread(controller_main, NULL) != 0) {
-    xpt_msg("xptrace: cannot start the sampling period thread; sampling the whole run\n");
-    atomic_store(&sampler.window_open, true);
-  }
-}
-
-/* ---- output -------------------------------------------------------------------- */
-
-/* The output folder: the common one, except for a program exec'd by a
- * sampled process (same XPTRACE_OUTPUT): "<dir>/<program>-<pid>", so that
- * it does not overwrite the first program's files. */
-
-/* ---- the helper thread: libraries loaded since the last look ---------------- */
-
-static void *helper_main(void *unused) {
-  (void)unused;
-  for (;;) {
-    struct timespec pause = {0, 50 * 1000000};
-    nanosleep(&pause, NULL);
-    if (atomic_load(&sampler.finished))
-      return NULL;
-    srec_lock();
-    srec_grow_locked();
-    srec_unlock();
-    srec_scan_maps(false);
-  }
-  return NULL;
-}
-
-/* ---- output ---------------------------------------------------------------------- */
-
-/* The output folder: the common one, except for a program exec'd by a
- * sampled process (same XPTRACE_OUTPUT): "<dir>/<program>-<pid>", so that
- * it does not mix with the first program's files. */
-static const char *sampler_output_dir(char *buf, size_t len) {
-  const char *dir = xpt_output_dir();
-  if (!dir)
-    return NULL;
-  if (sampler.forked || sampler.root_pid == getpid() || !getenv("XPTRACE_OUTPUT"))
-    return dir;
-  snprintf(buf, len, "%s/%s-%d", dir, xpt_program_name(), (int)getpid());
-  char why[PATH_MAX + 128];
-  if (xpt_dir_prepare(buf, why, sizeof why) != 0) {
-    xpt_msg("xptrace: %s", why);
-    return NULL;
-  }
-  return buf;
-}
-
-static bool recording_start(uint32_t flags) {
-  char buf[PATH_MAX + 32];
-  const char *dir;
-  if (flags & SREC_FLAG_FORKED) {
-    /* From the fork handler: the common folder code's own fork handler
-     * may not have run yet (its lock still held), so the child's folder
-     * is named here, as it would name it. */
-    char why[PATH_MAX + 128];
-    dir = buf;
-    if (snprintf(buf, sizeof buf, "%.*s/child-%d", PATH_MAX - 32, sampler.dir, (int)getpid()) >= PATH_MAX) {
-      dir = NULL;
-    } else if (xpt_dir_prepare(buf, why, sizeof why) != 0) {
-      xpt_msg("xptrace: %s", why);
-      dir = NULL;
-    }
-  } else {
-    dir = sampler_output_dir(buf, sizeof buf);
-  }
-  if (!dir) {
-    xpt_msg("xptrace: sampler: no output folder; not sampling");
-    return false;
-  }
-  snprintf(sampler.dir, sizeof sampler.dir, "%s", dir);
-  srec_setup_t setup = {.depth = cfg.depth, .flags = flags};
-  for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
-    setup.on[k] = cfg.on[k];
-    setup.freq[k] = cfg.freq[k];
-  }
-  if (srec_open(dir, &setup) != 0)
-    return false;
-  srec_scan_maps(true);
-  return true;
 }
 
 /* At normal exit: stop every timer, note each live thread's CPU time and
@@ -930,58 +685,18 @@ static void sampler_fork_child(void) {
   (void)self;
   if (atomic_load(&sampler.finished) || atomic_load(&sampler.stopping))
     return; /* forked while exiting: nothing more to sample */
-  if (!recording_start(SREC_FLAG_FORKED | (cfg.nperiods ? SREC_FLAG_PERIODS : 0)))
+  if (!sampler_recording_start(SREC_FLAG_FORKED | (sampler_cfg.nperiods ? SREC_FLAG_PERIODS : 0)))
     return;
   thread_begin(true, NULL);
-  start_internal_thread(helper_main, NULL);
-  windows_start();
+  sampler_start_thread(sampler_helper_main, NULL);
+  sampler_windows_start();
 }
 
 /* ---- load --------------------------------------------------------------------------- */
 
 
-/* A free real-time signal for the real-time sampler. */
-static int pick_realtime_signal(void) {
-  for (int sig = SIGRTMIN + 3; sig <= SIGRTMAX; ++sig) {
-    struct sigaction cur;
-    if (real_sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_handler == SIG_DFL)
-      return sig;
-  }
-  return 0;
-}
-
-static bool install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]) {
-  struct sigaction cur;
-  if (real_sigaction(sig, NULL, &cur) != 0)
-    return false;
-  /* An inherited SIG_IGN is no handler: ours ignores what is not ours. */
-  if ((cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) {
-    if (!sampler.quiet)
-      xpt_msg("xptrace: SIG%s already has a handler; %s sampling disabled\n",
-              sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", clock_names[k]);
-    return false;
-  }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = sampler_on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  /* The two samplers never nest: each handler blocks both signals. */
-  for (int j = 0; j < SAMPLER_NCLOCKS; ++j)
-    if (wanted[j])
-      sigaddset(&sa.sa_mask, wanted[j]);
-  sampler.before[k] = cur;
-  sampler.signo[k] = sig;
-  if (real_sigaction(sig, &sa, NULL) != 0) {
-    sampler.signo[k] = 0;
-    return false;
-  }
-  return true;
-}
-
 __attribute__((constructor)) static void sampler_load(void) {
-  settings_read();
+  sampler_settings_read();
   const char *finisher = getenv("XPTRACE_FINISHER");
   sampler.quiet = finisher && strcmp(finisher, "launcher") == 0;
   const char *root = getenv("XPTRACE_SAMPLE_ROOT_PID");
@@ -1002,25 +717,26 @@ __attribute__((constructor)) static void sampler_load(void) {
   tls_unwinding = false;
 
   int wanted[SAMPLER_NCLOCKS] = {SIGPROF, 0};
-  if (cfg.on[SAMPLER_REALTIME]) {
-    wanted[SAMPLER_REALTIME] = pick_realtime_signal();
+  if (sampler_cfg.on[SAMPLER_REALTIME]) {
+    wanted[SAMPLER_REALTIME] = sampler_pick_realtime_signal();
     if (!wanted[SAMPLER_REALTIME])
       xpt_msg("xptrace: no free real-time signal; realtime sampling disabled\n");
   }
-  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) | (cfg.nperiods ? SREC_FLAG_PERIODS : 0);
+  uint32_t flags = (sampler.root_pid != getpid() ? SREC_FLAG_EXECED : 0) |
+                   (sampler_cfg.nperiods ? SREC_FLAG_PERIODS : 0);
   bool any = false;
   for (int k = 0; k < SAMPLER_NCLOCKS; ++k) {
-    if (cfg.on[k] && wanted[k] && install_handler(k, wanted[k], wanted)) {
+    if (sampler_cfg.on[k] && wanted[k] && sampler_install_handler(k, wanted[k], wanted)) {
       atomic_store(&sampler.active[k], true);
       any = true;
-    } else if (cfg.on[k] && wanted[k] && k == SAMPLER_CPUTIME) {
+    } else if (sampler_cfg.on[k] && wanted[k] && k == SAMPLER_CPUTIME) {
       flags |= SREC_FLAG_SIGPROF_HELD;
     }
   }
-  if (!recording_start(flags)) {
+  if (!sampler_recording_start(flags)) {
     for (int k = 0; k < SAMPLER_NCLOCKS; ++k)
       if (atomic_exchange(&sampler.active[k], false))
-        real_sigaction(sampler.signo[k], &sampler.before[k], NULL);
+        sampler_real_sigaction(sampler.signo[k], &sampler.before[k], NULL);
     return;
   }
   if (!any)
@@ -1029,8 +745,8 @@ __attribute__((constructor)) static void sampler_load(void) {
   sampler.next_index = 1;
   pthread_atfork(sampler_fork_prepare, sampler_fork_parent, sampler_fork_child);
   xpt_register_flush(sampler_flush, NULL);
-  if (start_internal_thread(helper_main, NULL) != 0)
+  if (sampler_start_thread(sampler_helper_main, NULL) != 0)
     xpt_msg("xptrace: cannot start the sampler's helper thread; libraries loaded later may be unnamed\n");
-  windows_start();
+  sampler_windows_start();
   thread_begin(true, NULL);
 }

@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "sampler_config.h"
 #include "sampler_rec.h"
@@ -61,6 +63,79 @@ SAMPLER_HIDDEN srec_chunk_t *srec_spare_take_locked(void);
 SAMPLER_HIDDEN void srec_spare_give_locked(srec_chunk_t *c);
 /* Normal exit: end times, the EXITED flag. */
 SAMPLER_HIDDEN void srec_exit_locked(void);
+
+/* ---- the sampler's state (sampler.c, sampler_setup.c) ---- */
+
+typedef struct sampler_thread {
+  struct sampler_thread *next; /* registry */
+  uint32_t index;
+  pid_t tid;
+  clockid_t cpu_clock;
+  timer_t timer[SAMPLER_NCLOCKS];
+  bool has_timer[SAMPLER_NCLOCKS];
+  srec_chunk_t *chunk;              /* touched only by this thread */
+  _Atomic uint64_t weight[SAMPLER_NCLOCKS]; /* weighted samples taken */
+  /* For the CPU time the tick did not sample (below): the CPU-time
+   * timer's start and first expiry, the start routine, and the frames
+   * that called it. */
+  uint64_t timer_cpu0, timer_first;
+  bool cpu_timer_started;
+  void *routine;
+  void *base[16];
+  int nbase;
+  atomic_bool live;                 /* the handler may record */
+  atomic_int busy;                  /* the handler is running on this thread */
+} sampler_thread_t;
+
+typedef struct sampler_state {
+  bool loaded;
+  bool quiet;                              /* the launcher reports (XPTRACE_FINISHER=launcher) */
+  int signo[SAMPLER_NCLOCKS];              /* 0: that clock is not sampled */
+  struct sigaction before[SAMPLER_NCLOCKS]; /* what the program had */
+  atomic_bool active[SAMPLER_NCLOCKS];     /* timers may be created */
+  atomic_bool window_open;
+  atomic_bool stopping;
+  atomic_bool finished;
+  pthread_mutex_t registry_lock;             /* threads list, timers */
+  sampler_thread_t *threads;
+  uint32_t next_index;
+  clockid_t main_cpu_clock;
+  pid_t root_pid;                            /* first sampled process of the tree */
+  bool forked;                               /* this process is a fork of a sampled one */
+  char dir[PATH_MAX + 32];                   /* where the recording is */
+} sampler_state_t;
+extern SAMPLER_HIDDEN sampler_state_t sampler;
+
+/* The settings, read once at load (sampler_setup.c). */
+typedef struct sampler_cfg {
+  bool on[SAMPLER_NCLOCKS];
+  double freq[SAMPLER_NCLOCKS];
+  unsigned depth;
+  sampler_period_t periods[SAMPLER_MAX_PERIODS];
+  size_t nperiods;
+} sampler_cfg_t;
+extern SAMPLER_HIDDEN sampler_cfg_t sampler_cfg;
+extern SAMPLER_HIDDEN const char *const sampler_clock_names[SAMPLER_NCLOCKS];
+
+/* sampler_setup.c */
+SAMPLER_HIDDEN void sampler_settings_read(void);
+/* Open the --periods windows in turn (a thread of ours), or the whole run. */
+SAMPLER_HIDDEN void sampler_windows_start(void);
+/* The helper thread: disk blocks ahead, libraries loaded since. */
+SAMPLER_HIDDEN void *sampler_helper_main(void *unused);
+/* Make the recording in this process's output folder; false after one line. */
+SAMPLER_HIDDEN bool sampler_recording_start(uint32_t flags);
+/* A free real-time signal for the real-time sampler, or 0. */
+SAMPLER_HIDDEN int sampler_pick_realtime_signal(void);
+/* Our handler on `sig` for clock k (blocking all of `wanted`); false when
+ * the program has one of its own there (said unless quiet). */
+SAMPLER_HIDDEN bool sampler_install_handler(int k, int sig, const int wanted[SAMPLER_NCLOCKS]);
+
+/* sampler.c: the program's sigaction under ours; the signal handler; a
+ * thread of ours (all signals blocked, never sampled). */
+SAMPLER_HIDDEN int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+SAMPLER_HIDDEN void sampler_on_signal(int sig, siginfo_t *info, void *uctx);
+SAMPLER_HIDDEN int sampler_start_thread(void *(*fn)(void *), void *arg);
 
 /* sampler.c: block / restore the sampler's signals on this thread. */
 SAMPLER_HIDDEN void sampler_block_signals(sigset_t *old);

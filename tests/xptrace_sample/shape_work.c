@@ -23,6 +23,9 @@
  *               "holder" holds then: 25/50/25 of its wall time; prints
  *               "wall waiter=S compute=S sleep=S lock=S" (its lifetime and
  *               what each part really took: the truth under load)
+ *   offcpu N wait  the same, both threads started and named but waiting
+ *               for a line on stdin, after "ready" (attaching to threads
+ *               that run already, their whole work in the window)
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -217,9 +220,22 @@ __attribute__((noinline)) void lock_part(void) {
   pthread_mutex_unlock(&held);
 }
 
+/* Attaching: the threads wait here, named, until the line comes. */
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
+static bool go = true;
+
+static void wait_go(void) {
+  pthread_mutex_lock(&go_lock);
+  while (!go)
+    pthread_cond_wait(&go_cond, &go_lock);
+  pthread_mutex_unlock(&go_lock);
+}
+
 static void *waiter(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "waiter");
+  wait_go();
   /* What each part really took: on a loaded machine a preempted thread
    * leaves wait_compute late and sleeps less. */
   double t0 = wall_now(), part[3] = {0, 0, 0};
@@ -240,6 +256,7 @@ static void *waiter(void *arg) {
 static void *holder(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "holder");
+  wait_go();
   for (int k = 0; k < ncycles; ++k) {
     double c = t_start + 0.040 * k;
     sleep_until(c + 0.015); /* while the waiter sleeps: it finds the mutex taken */
@@ -250,11 +267,24 @@ static void *holder(void *arg) {
   return NULL;
 }
 
-static int run_offcpu(void) {
+static int run_offcpu(bool wait) {
   pthread_t w, h;
+  go = !wait;
   t_start = wall_now() + 0.005;
   pthread_create(&h, NULL, holder, NULL);
   pthread_create(&w, NULL, waiter, NULL);
+  if (wait) {
+    char line[16];
+    printf("ready\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+      return 2;
+    pthread_mutex_lock(&go_lock);
+    t_start = wall_now() + 0.005;
+    go = true;
+    pthread_cond_broadcast(&go_cond);
+    pthread_mutex_unlock(&go_lock);
+  }
   pthread_join(w, NULL);
   pthread_join(h, NULL);
   return 0;
@@ -279,7 +309,7 @@ int main(int argc, char **argv) {
     return run_loop(argc > 2 ? atof(argv[2]) : 10);
   if (strcmp(mode, "offcpu") == 0) {
     ncycles = argc > 2 ? atoi(argv[2]) : 25;
-    return ncycles > 0 ? run_offcpu() : 2;
+    return ncycles > 0 ? run_offcpu(argc > 3 && strcmp(argv[3], "wait") == 0) : 2;
   }
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
   return 2;

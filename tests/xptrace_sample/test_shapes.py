@@ -20,6 +20,8 @@ MODE: timer-short | timer-short-100 | perf-short | perf-short-100 | perf-read
       | perf-offcpu (--off-cpu --clock both: a thread computing 25 %,
         sleeping 50 % in nanosleep and waiting 25 % on a mutex of its wall
         time, by construction; its wall-time profile adds up to its lifetime)
+      | perf-attach-offcpu (the same with -p on the running program, its
+        threads started once xptrace is attached)
 Exit 77 (skipped) where the method cannot run here.
 
 Tolerance: 5 points or 3 binomial standard deviations of the samples
@@ -218,12 +220,39 @@ elif mode == "perf-short-thread":
     if n < 0.8 * due:
         c.check(re.search(r"\d+ samples for [0-9.]+ CPU-s of user time at 100 Hz \(\d+ due\): per-thread events "
                           r"lose the period in progress", err), f"{n} samples of {due:.0f} due, not said: {err}")
-elif mode == "perf-offcpu":
+elif mode in ("perf-offcpu", "perf-attach-offcpu"):
     def share(name, got, want):  # of wall time, by construction: 5 points
         print(f"{name}: {got:.1f}% (truth {want:.1f}%, as the thread timed its parts, +- 5)")
         c.check(abs(got - want) <= 5, f"{name} {got:.1f}% against {want:.1f}% +- 5")
 
-    rc, out, err = xp("sample", "-f", "1000", "--off-cpu", "--clock", "both", "-o", "o", "--", work, "offcpu", "25")
+    if mode == "perf-offcpu":
+        rc, out, err = xp("sample", "-f", "1000", "--off-cpu", "--clock", "both", "-o", "o", "--", work, "offcpu", "25")
+    else:
+        # Attached to its three threads while they wait for a line on
+        # stdin: the waiter's whole work is in the profile, the same truth.
+        import subprocess
+        prog = subprocess.Popen([work, "offcpu", "25", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True)
+        c.check(prog.stdout.readline().strip() == "ready", "shape_work offcpu did not start")
+        xpt = subprocess.Popen([xptrace, "sample", "-f", "1000", "--off-cpu", "--clock", "both", "-p", str(prog.pid),
+                                "-o", "o"], cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        err = ""
+        while True:  # its events are open once it says so
+            line = xpt.stderr.readline()
+            err += line
+            if not line or "attached to" in line or "cannot attach" in line:
+                break
+        prog.stdin.write("go\n")
+        prog.stdin.close()
+        out = prog.stdout.read()
+        prog.wait(timeout=120)
+        err += xpt.stderr.read()  # to its end: it ends with the program
+        rc = xpt.wait(timeout=120)
+        c.check(prog.returncode == 0, f"shape_work offcpu exit {prog.returncode}")
+        if "sampling a running process needs per-CPU events" in err:
+            print(f"SKIP [{mode}]: {err.strip()}")
+            sys.exit(77)
+        c.check("context switches of 3 attached threads" in err, f"not the attached threads' switches: {err}")
     if "no off-CPU profile" in err:
         print(f"SKIP [{mode}]: {err.strip()}")
         sys.exit(77)
@@ -261,6 +290,28 @@ elif mode == "perf-offcpu":
         c.check(all(f[1] in ("start_thread", "__clone3", "clone3", "clone") for f, _ in off),
                 f"off-CPU stacks not unwound to the thread's start: {[f for f, _ in off][:3]}")
     c.check(re.search(r"[0-9.]+ s off-CPU", err), f"no off-CPU summary: {err}")
+    # The other outputs carry it: the flame graph in microseconds, and
+    # report --format pprof a value column "offcpu" with the same times.
+    svg = open(os.path.join(scratch, "o", "samples_offcpu.svg")).read() if n_off else ""
+    for fn in ("sleep_part", "lock_part"):
+        us = sum(k for f, k in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) if fn in f[1:])
+        c.check(f'{fn}" data-d="5" data-v="{us}"' in svg and f"{fn} ({us} us," in svg,
+                f"samples_offcpu.svg: {fn} not {us} us")
+    import shutil as sh
+    if sh.which("go"):
+        rc, _, perr = xp("report", "o", "--format", "pprof", "-o", "p.pb.gz")
+        c.check(rc == 0, f"report --format pprof: {rc} {perr}")
+        env = dict(os.environ, HOME=scratch, PPROF_TMPDIR=scratch)
+        rc, top, perr = run(["go", "tool", "pprof", "-symbolize=none", "-sample_index=offcpu", "-unit=us", "-top",
+                             os.path.join(scratch, "p.pb.gz")], cwd=scratch, timeout=120, env=env)
+        all_off = total(read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) or [])
+        c.check(rc == 0 and f"Total samples = {all_off}us" in top, f"pprof offcpu total not {all_off} us: {top} {perr}")
+        for fn in ("sleep_part", "lock_part"):
+            us = sum(k for f, k in read_folded(os.path.join(scratch, "o", "samples_offcpu.folded")) if fn in f[1:])
+            c.check(re.search(rf"\s{us}us\s+[0-9.]+%\s+{fn}$", top, re.M), f"pprof offcpu: {fn} not {us} us: {top}")
+        rc, top, perr = run(["go", "tool", "pprof", "-symbolize=none", "-top", os.path.join(scratch, "p.pb.gz")],
+                            cwd=scratch, timeout=120, env=env)
+        c.check(rc == 0 and "Type: cpu" in top and "wait_compute" in top, f"pprof cpu: {top} {perr}")
 else:
     c.check(False, f"unknown mode {mode}")
 sys.exit(c.done())

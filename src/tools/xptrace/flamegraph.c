@@ -341,7 +341,7 @@ bool fg_write(struct flamegraph *g, FILE *out) {
 }
 
 int fg_folded_to_svg(const char *dir, const char *folded_name, const char *svg_name,
-                     const char *title) {
+                     const char *title, const char *unit) {
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, folded_name) >= sizeof path)
     return ENAMETOOLONG;
@@ -353,7 +353,7 @@ int fg_folded_to_svg(const char *dir, const char *folded_name, const char *svg_n
       close(fd);
     return err;
   }
-  struct flamegraph *g = fg_new(title, "samples");
+  struct flamegraph *g = fg_new(title, unit);
   int err = g ? 0 : ENOMEM;
   if (g && !fg_add_folded(g, in))
     err = errno ? errno : EIO;

@@ -22,9 +22,9 @@ bool fg_add_folded(struct flamegraph *g, FILE *folded);
 bool fg_write(struct flamegraph *g, FILE *out);
 uint64_t fg_total(const struct flamegraph *g);
 
-/* dir/svg_name from dir/folded_name (the sampler's files): 0, or an
- * errno value. */
+/* dir/svg_name from dir/folded_name (the sampler's files), its weights
+ * in `unit` ("samples", "us"): 0, or an errno value. */
 int fg_folded_to_svg(const char *dir, const char *folded_name, const char *svg_name,
-                     const char *title);
+                     const char *title, const char *unit);
 
 #endif /* FLAMEGRAPH_H */

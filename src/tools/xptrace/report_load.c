@@ -198,6 +198,41 @@ static int load_dir(struct rp_model *m, const char *dir, int depth, bool top_too
   return rc;
 }
 
+/* The off-CPU profile beside the samples trace (xptrace sample --off-cpu):
+ * "[thread];outermost;...;innermost MICROSECONDS" lines, for pprof. */
+static void load_offcpu(struct rp_model *m, const char *dir) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/samples_offcpu.folded", dir) >= sizeof path)
+    return;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return;
+  char *line = NULL;
+  size_t cap = 0;
+  const char *frames[FRAMES_MAX];
+  while (getline(&line, &cap, f) > 0) {
+    char *sp = strrchr(line, ' ');
+    if (!sp || line[0] != '[')
+      continue;
+    *sp = '\0';
+    char *end;
+    unsigned long long us = strtoull(sp + 1, &end, 10);
+    if (end == sp + 1 || us == 0)
+      continue;
+    char *save = NULL, *thread = strtok_r(line, ";", &save), *tok;
+    size_t n = 0;
+    while ((tok = strtok_r(NULL, ";", &save)) != NULL && n < FRAMES_MAX)
+      if (strcmp(tok, "[truncated]") != 0)
+        frames[n++] = tok;
+    size_t len = strlen(thread);
+    if (len >= 2 && thread[len - 1] == ']')
+      thread[len - 1] = '\0';
+    rp_offcpu_add(m, thread + 1, frames, n, us);
+  }
+  free(line);
+  fclose(f);
+}
+
 int rp_load(struct rp_model *m, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -211,6 +246,7 @@ int rp_load(struct rp_model *m, const char *path) {
   /* As `xptrace merge` reads a folder: the traces at its top are merged
    * ones when its subfolders hold traces (the processes are there). */
   int rc = load_dir(m, path, 0, false, &files);
+  load_offcpu(m, path);
   if (files == 0) {
     progress_clear();
     fprintf(stderr, "xptrace: report: no .perfetto-trace file in %s\n", path);

@@ -169,6 +169,7 @@ void rp_model_free(struct rp_model *m) {
   free(m->tracks);
   free(m->ev);
   free(m->samples);
+  free(m->offcpu);
   free(m->framepool);
   free(m->locpool);
   free(m->cnodes);
@@ -237,31 +238,49 @@ void rp_counter_value(struct rp_model *m, uint64_t uuid, uint64_t ts, double val
   ev_add(m, uuid, ts, RP_COUNTER, 0, 0, value);
 }
 
-void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
-               const char *const *frames, const struct rp_frame_loc *locs, size_t nframes) {
-  GROW(m->samples, m->nsamples, m->samples_cap, m);
-  if (m->nsamples == m->samples_cap)
-    return;
-  while (m->nframepool + nframes > m->framepool_cap) {
+/* Room for n more frames in the pool (and its locations). */
+static bool pool_reserve(struct rp_model *m, size_t n) {
+  while (m->nframepool + n > m->framepool_cap) {
     size_t nc = m->framepool_cap ? m->framepool_cap * 2 : 1024;
     uint32_t *np = realloc(m->framepool, nc * sizeof(*np));
     if (!np) {
       m->oom = true;
-      return;
+      return false;
     }
     m->framepool = np;
     m->framepool_cap = nc;
     struct rp_frame_loc *nl = realloc(m->locpool, nc * sizeof(*nl));
     if (!nl) {
       m->oom = true;
-      return;
+      return false;
     }
     m->locpool = nl;
   }
+  return true;
+}
+
+void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
+               const char *const *frames, const struct rp_frame_loc *locs, size_t nframes) {
+  GROW(m->samples, m->nsamples, m->samples_cap, m);
+  if (m->nsamples == m->samples_cap || !pool_reserve(m, nframes))
+    return;
   struct rp_sample *s = &m->samples[m->nsamples++];
   *s = (struct rp_sample){pid, tid, ts, (uint32_t)m->nframepool, (uint32_t)nframes};
   for (size_t i = 0; i < nframes; i++) {
     m->locpool[m->nframepool] = locs ? locs[i] : (struct rp_frame_loc){0, 0, 0};
+    m->framepool[m->nframepool++] = rp_str(&m->s, frames[i]);
+  }
+}
+
+void rp_offcpu_add(struct rp_model *m, const char *thread, const char *const *frames, size_t nframes,
+                   uint64_t us) {
+  GROW(m->offcpu, m->noffcpu, m->offcpu_cap, m);
+  if (m->noffcpu == m->offcpu_cap || !pool_reserve(m, nframes))
+    return;
+  m->offcpu[m->noffcpu++] =
+      (struct rp_offcpu){rp_str(&m->s, thread), (uint32_t)m->nframepool, (uint32_t)nframes, us};
+  for (size_t i = 0; i < nframes; i++) {
+    m->locpool[m->nframepool] = (struct rp_frame_loc){0, 0, 0}; /* names only in the file */
     m->framepool[m->nframepool++] = rp_str(&m->s, frames[i]);
   }
 }

@@ -68,6 +68,14 @@ struct rp_sample {
   uint32_t nframes;
 };
 
+/* A stack of an output folder's samples_offcpu.folded (xptrace sample
+ * --off-cpu): where a thread blocked, for how long. */
+struct rp_offcpu {
+  uint32_t thread;          /* string: the file's thread frame, brackets off */
+  uint32_t frames, nframes; /* in the frame pool, root first */
+  uint64_t us;
+};
+
 /* ---- aggregates ---- */
 struct rp_durs { /* durations, sorted once the model is finished */
   uint64_t *v;
@@ -133,6 +141,8 @@ struct rp_model {
   uint32_t *framepool;
   size_t nframepool, framepool_cap;
   struct rp_frame_loc *locpool; /* parallel to framepool (NULL: no locations given) */
+  struct rp_offcpu *offcpu;
+  size_t noffcpu, offcpu_cap;
   uint64_t order;
   bool oom;
   /* built by rp_model_finish */
@@ -176,6 +186,8 @@ void rp_counter_value(struct rp_model *m, uint64_t uuid, uint64_t ts, double val
  * where each frame is (NULL: unknown). */
 void rp_sample(struct rp_model *m, int32_t pid, int32_t tid, uint64_t ts,
                const char *const *frames, const struct rp_frame_loc *locs, size_t nframes);
+void rp_offcpu_add(struct rp_model *m, const char *thread, const char *const *frames, size_t nframes,
+                   uint64_t us);
 
 /* Pair the slices, aggregate what `sel` selects.  False when out of
  * memory. */

@@ -155,16 +155,34 @@ static const char *build_id(struct resolver *r, const struct rp_model *m,
 #endif
 }
 
+/* Off-CPU stacks carry no pid or tid: left out when those select. */
+static bool offcpu_selected(const struct rp_model *m, const struct rp_offcpu *o,
+                            const struct rp_select *sel) {
+  if (sel->pid >= 0 || sel->tid >= 0)
+    return false;
+  if (!sel->have_regex)
+    return true;
+  for (uint32_t i = 0; i < o->nframes; i++)
+    if (rp_select_name(sel, rp_str_get(&m->s, m->framepool[o->frames + i])))
+      return true;
+  return false;
+}
+
 static void samples_profile(struct pp_profile *pp, const struct rp_model *m,
-                            const struct rp_select *sel, uint64_t period) {
+                            const struct rp_select *sel, uint64_t period, bool offcpu) {
   pp_sample_type(pp, "samples", "count");
   pp_sample_type(pp, "cpu", "nanoseconds");
+  if (offcpu) /* a third column: the CPU samples' is 0, the blocked stacks' their time */
+    pp_sample_type(pp, "offcpu", "nanoseconds");
   pp_default_sample_type(pp, "cpu");
   pp_period(pp, "cpu", "nanoseconds", (int64_t)period);
   char note[96];
   snprintf(note, sizeof note, "xptrace report: cpu = samples x %.6g ms (--freq %.6g)",
            (double)period / 1e6, 1e9 / (double)period);
   pp_comment(pp, note);
+  if (offcpu)
+    pp_comment(pp, "xptrace report: offcpu = blocked time by stack at the switch-out "
+                   "(samples_offcpu.folded)");
   struct resolver r = {0};
 #ifdef XPTRACE_HAVE_PERF
   r.x = xsym_new(0);
@@ -188,8 +206,19 @@ static void samples_profile(struct pp_profile *pp, const struct rp_model *m,
     }
     char tid[16];
     snprintf(tid, sizeof tid, "%d", (int)s->tid);
-    int64_t v[2] = {1, (int64_t)period};
+    int64_t v[3] = {1, (int64_t)period, 0};
     pp_sample(pp, locs, n, v, "thread", tid);
+  }
+  for (size_t k = 0; offcpu && k < m->noffcpu; k++) {
+    const struct rp_offcpu *o = &m->offcpu[k];
+    if (!offcpu_selected(m, o, sel))
+      continue;
+    size_t n = 0;
+    for (uint32_t i = o->nframes; i-- > 0 && n < DEPTH_MAX;)
+      locs[n++] = pp_location(pp, 0, 0, pp_function(pp, rp_str_get(&m->s, m->framepool[o->frames + i]), ""),
+                              0);
+    int64_t v[3] = {0, 0, (int64_t)(o->us * 1000)};
+    pp_sample(pp, locs, n, v, "thread", rp_str_get(&m->s, o->thread));
   }
 #ifdef XPTRACE_HAVE_PERF
   xsym_free(r.x); /* pp copied the strings */
@@ -222,9 +251,12 @@ static void slices_profile(struct pp_profile *pp, const struct rp_model *m,
 
 int rp_pprof_write(const struct rp_model *m, const struct rp_select *sel, uint64_t period_ns,
                    int fd) {
-  bool samples = false, calls = false;
+  bool samples = false, calls = false, offcpu = false;
   for (size_t k = 0; k < m->nsamples && !samples; k++)
     samples = rp_sample_selected(m, &m->samples[k], sel);
+  for (size_t k = 0; k < m->noffcpu && !offcpu; k++)
+    offcpu = offcpu_selected(m, &m->offcpu[k], sel);
+  samples |= offcpu;
   for (uint32_t i = 1; i < m->ncnodes && !samples && !calls; i++)
     calls = m->cnodes[i].count && rp_cnode_selected(m, i, sel);
   if (!samples && !calls)
@@ -233,7 +265,7 @@ int rp_pprof_write(const struct rp_model *m, const struct rp_select *sel, uint64
   if (!pp)
     return ENOMEM;
   if (samples)
-    samples_profile(pp, m, sel, period_ns);
+    samples_profile(pp, m, sel, period_ns, offcpu);
   else
     slices_profile(pp, m, sel);
   pp_times(pp, 0, (int64_t)(m->last_ts - m->first_ts));

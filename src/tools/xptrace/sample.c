@@ -48,7 +48,7 @@ static const char usage_sample[] =
     "                           256 with the perf method)\n"
     "  -p, --pid PID[,PID...]   sample running processes (perf method, per-CPU events: root,\n"
     "                           CAP_PERFMON or kernel.perf_event_paranoid <= 0) until they\n"
-    "                           end, Ctrl-C or --duration\n"
+    "                           end, Ctrl-C or --duration; --off-cpu and --clock too\n"
     "      --duration S         with -p: stop after S seconds\n"
     "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
     "  -v, --verbose            print the environment and command before running\n"
@@ -69,13 +69,18 @@ static void sample_after(const void *ctx) {
 /* xptrace sample -p PID[,PID...]: the perf method on running processes. */
 static int sample_attach_cmd(const char *pids, const char *duration, bool command, const char *freq,
                              const char *method, const char *clock, const char *periods, const char *depth,
-                             const char *call_graph, const char *output, bool verbose, bool demangle) {
+                             const char *call_graph, const char *output, bool verbose, bool demangle,
+                             bool off_cpu) {
   if (!pids)
     return usage_error(usage_sample, "--duration needs -p");
   if (command)
     return usage_error(usage_sample, "-p samples running processes: no command");
-  if ((method && strcmp(method, "perf") != 0) || clock || periods)
-    return usage_error(usage_sample, "-p samples CPU time with the perf method (no --clock, --periods)");
+  bool on[SAMPLER_NCLOCKS] = {false};
+  if (clock && !sampler_parse_clock(clock, on))
+    return usage_error(usage_sample, "unknown clock '%s' (cputime, realtime or both)", clock);
+  bool wall = clock && on[SAMPLER_REALTIME]; /* the perf method's: beside the CPU profile */
+  if ((method && strcmp(method, "perf") != 0) || periods)
+    return usage_error(usage_sample, "-p samples with the perf method (no --periods)");
   pid_t list[64];
   size_t n = 0;
   for (const char *p = pids; *p;) {
@@ -98,6 +103,8 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
   bool fp = strcmp(call_graph, "fp") == 0;
   if (!fp && strcmp(call_graph, "dwarf") != 0)
     return usage_error(usage_sample, "unknown call graph '%s' (dwarf or fp)", call_graph);
+  if (fp && (wall || off_cpu))
+    return usage_error(usage_sample, "--off-cpu and --clock realtime need --call-graph dwarf");
 #ifdef XPTRACE_HAVE_PERF
   char name[64] = "process", path[64];
   snprintf(path, sizeof path, "/proc/%d/comm", (int)list[0]);
@@ -110,7 +117,7 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
   int rc = output_dir_prepare(usage_sample, output, name, dir, sizeof dir);
   if (rc)
     return rc;
-  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0, false, false};
+  sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0, NULL, 0, off_cpu, wall};
   char why[256];
   if (!sample_perf_available(&po, why, sizeof why)) {
     fprintf(stderr, "xptrace sample: cannot attach: %s\n", why);
@@ -121,7 +128,7 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
     sample_after(dir);
   return rc;
 #else
-  (void)output, (void)verbose, (void)demangle, (void)secs, (void)list;
+  (void)output, (void)verbose, (void)demangle, (void)secs, (void)list, (void)off_cpu;
   fprintf(stderr, "xptrace sample: -p needs the perf method (built without libdw)\n");
   return 1;
 #endif
@@ -175,11 +182,9 @@ int cmd_sample(int argc, char **argv) {
     }
     }
   }
-  if ((pids || duration) && off_cpu)
-    return usage_error(usage_sample, "--off-cpu samples a command, not running processes");
   if (pids || duration)
     return sample_attach_cmd(pids, duration, optind < argc, freq, method, clock, periods, depth, call_graph,
-                             output, verbose, demangle);
+                             output, verbose, demangle, off_cpu);
   if (optind >= argc)
     return usage_error(usage_sample, "missing command");
   if (output && !*output)

@@ -102,11 +102,29 @@ void live_refresh(perf_state_t *s) {
 
 /* ---- records ------------------------------------------------------------ */
 
-static bool take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
+bool perf_take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
   if ((size_t)(end - *p) < n)
     return false;
   memcpy(out, *p, n);
   *p += n;
+  return true;
+}
+
+bool perf_take_user(const unsigned char **p, const unsigned char *end, perf_user_t *u) {
+  uint64_t size = 0;
+  u->stack = NULL;
+  u->dyn = 0;
+  if (!perf_take(p, end, &u->abi, 8))
+    return false;
+  if (u->abi != PERF_SAMPLE_REGS_ABI_NONE && !perf_take(p, end, u->regs, sizeof u->regs))
+    return false;
+  if (perf_take(p, end, &size, 8) && size && size <= (uint64_t)(end - *p)) {
+    u->stack = *p;
+    *p += size;
+    /* The part the kernel really copied; all of it when it says more. */
+    if (!perf_take(p, end, &u->dyn, 8) || u->dyn > size)
+      u->dyn = size;
+  }
   return true;
 }
 
@@ -166,12 +184,8 @@ bool perf_in_window(perf_state_t *s, pid_t pid, pid_t tid, uint64_t t, bool coun
 }
 
 static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
-  struct {
-    uint64_t ip;
-    uint32_t pid, tid;
-    uint64_t time;
-  } h;
-  if (!take(&p, end, &h, sizeof h))
+  perf_head_t h;
+  if (!perf_take(&p, end, &h, sizeof h))
     return;
   if (s->per_cpu && (pid_t)h.pid == s->root && !s->root_execed)
     return; /* the command before its exec */
@@ -187,7 +201,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
   if (!s->o->fp && s->kernel) {
     /* The kernel's part of the stack (the user part is unwound below). */
     uint64_t nr;
-    if (!take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
+    if (!perf_take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
       return;
     for (uint64_t i = 0; i < nr; ++i) {
       uint64_t pc;
@@ -201,7 +215,7 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
   }
   if (s->o->fp) {
     uint64_t nr;
-    if (!take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
+    if (!perf_take(&p, end, &nr, 8) || nr > (uint64_t)(end - p) / 8)
       return;
     for (uint64_t i = 0; i < nr; ++i) {
       uint64_t pc;
@@ -217,24 +231,15 @@ static void on_sample(perf_state_t *s, const unsigned char *p, const unsigned ch
     if (n == 0)
       s->pcs[n++] = h.ip;
   } else {
-    uint64_t abi, regs[UNW_NREGS], size = 0, dyn = 0;
-    const unsigned char *stack = NULL;
-    if (!take(&p, end, &abi, 8))
+    perf_user_t u;
+    if (!perf_take_user(&p, end, &u))
       return;
-    if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(&p, end, regs, sizeof regs))
-      return;
-    if (take(&p, end, &size, 8) && size && size <= (uint64_t)(end - p)) {
-      stack = p;
-      p += size;
-      if (!take(&p, end, &dyn, 8) || dyn > size)
-        dyn = size;
-    }
-    if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+    if (u.abi == PERF_SAMPLE_REGS_ABI_NONE) {
       if (n == 0)
         s->pcs[n++] = h.ip; /* no user registers: a kernel thread's sample */
     } else {
       unw_result_t r;
-      n += unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, regs, stack, stack ? dyn : 0, s->pcs + n, max - n, &r);
+      n += unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, u.regs, u.stack, u.dyn, s->pcs + n, max - n, &r);
       truncated = r == UNW_TRUNCATED;
       s->cut += r == UNW_CUT;
     }

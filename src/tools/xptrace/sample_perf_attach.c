@@ -13,6 +13,7 @@
 
 #include "counters.h"
 #include "sample_perf_internal.h"
+#include "sample_perf_offcpu.h"
 
 
 static volatile sig_atomic_t attach_stop;
@@ -56,7 +57,15 @@ static void attach_scan(perf_state_t *s, pid_t pid) {
     pid_t tid = (pid_t)atoi(e->d_name);
     if (tid <= 0)
       continue;
-    xs_thread(s->session, pid, tid, 0, NULL);
+    /* Its name as a COMM record would give it (pthread_setname_np). */
+    char tcomm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    FILE *tf = fopen(path, "re");
+    if (tf && fgets(tcomm, sizeof tcomm, tf))
+      tcomm[strcspn(tcomm, "\n")] = '\0';
+    if (tf)
+      fclose(tf);
+    xs_thread(s->session, pid, tid, 0, tcomm);
     live_add(s, pid, tid);
     if (s->nlive && s->live[s->nlive - 1].tid == tid) {
       uint64_t ns = counters_thread_cpu_ns(pid, tid);
@@ -107,7 +116,7 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
   if (f)
     fclose(f);
   xs_options_t so = {o->dir, comm, "perf", effective_hz(o), o->depth, o->demangle, true, false,
-                     o->trace_path, o->trace_path_len, {effective_hz(o), 0}, false};
+                     o->trace_path, o->trace_path_len, {effective_hz(o), 0}, o->realtime};
   s.session = xs_session_new(&so);
   s.pcs = calloc(o->depth ? o->depth : 1, sizeof *s.pcs);
   ring_t *rings = NULL;
@@ -121,6 +130,20 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
     free(s.pcs);
     free(rings);
     return 1;
+  }
+  size_t ncpu_rings = nrings, nthreads = 0;
+  if (o->off_cpu || o->realtime) {
+    /* As for a command (sample_perf.c), on each running thread. */
+    if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
+      nrings = offcpu_attach_rings(o, s.off, pids, n, &rings, nrings, &nthreads);
+    if (nrings == ncpu_rings) {
+      offcpu_free(s.off);
+      s.off = NULL;
+      fprintf(stderr, "xptrace sample: no %s profile: context-switch samples need %s\n",
+              o->off_cpu ? "off-CPU" : "wall-time",
+              o->fp ? "--call-graph dwarf" : "kernel sampling (root, or kernel.perf_event_paranoid <= 1)");
+    }
+    s.period_us = (uint64_t)(1e6 / effective_hz(o) + 0.5);
   }
   reader_t rd;
   reader_init(&rd, rings, nrings, true, pids[0]);
@@ -172,18 +195,25 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
     close(rings[i].fd);
   }
   free(rings);
-  char unwinder[160];
+  char unwinder[224];
   snprintf(unwinder, sizeof unwinder, "kernel cpu-clock events, %s; per-CPU events, %s",
            o->fp ? "frame-pointer call chains" : "DWARF unwinding of 16 KiB stack copies",
            s.kernel ? "user and kernel time" : "user time only");
+  if (s.off) {
+    size_t len = strlen(unwinder);
+    snprintf(unwinder + len, sizeof unwinder - len, "; context switches of %zu attached thread%s", nthreads,
+             nthreads == 1 ? "" : "s");
+  }
   xs_method_stats_t ms = {s.lost, s.throttled, s.cut, cpu1 - cpu0 > 0 ? cpu1 - cpu0 : -1, -1, unwinder,
                           s.kernel, true};
   if (xs_session_finish(s.session, &ms) == 0)
     fprintf(stderr, "xptrace sample: no samples: the processes used %.3f CPU-s while attached\n",
             cpu1 - cpu0 > 0 ? cpu1 - cpu0 : 0.0);
   xs_session_free(s.session);
+  offcpu_free(s.off);
   unw_free(s.unw);
   free(s.pcs);
   free(s.live);
+  free(s.cpu);
   return 0;
 }

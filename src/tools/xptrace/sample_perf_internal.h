@@ -35,6 +35,24 @@ typedef struct perf_state {
   uint64_t period_us; /* of a CPU sample, for the wall-time profile */
 } perf_state_t;
 
+/* A sample record's first fields (PERF_SAMPLE_IP | TID | TIME). */
+typedef struct perf_head {
+  uint64_t ip;
+  uint32_t pid, tid;
+  uint64_t time;
+} perf_head_t;
+/* Its user registers and stack copy (PERF_SAMPLE_REGS_USER | STACK_USER);
+ * abi PERF_SAMPLE_REGS_ABI_NONE: no user context (a kernel thread). */
+typedef struct perf_user {
+  uint64_t abi, regs[UNW_NREGS];
+  const unsigned char *stack; /* NULL: none copied */
+  uint64_t dyn;               /* bytes of it valid */
+} perf_user_t;
+/* Copy n bytes from *p (before end) and step over them; false: too short. */
+bool perf_take(const unsigned char **p, const unsigned char *end, void *out, size_t n);
+/* Read the registers and the stack copy; false: the record is cut short. */
+bool perf_take_user(const unsigned char **p, const unsigned char *end, perf_user_t *u);
+
 /* A thread whose CPU time the launcher reads while it runs. */
 void live_add(perf_state_t *s, pid_t pid, pid_t tid);
 /* Read a few threads' CPU times (in turn) into the session. */

@@ -9,10 +9,13 @@
  * adds up. */
 #include "sample_perf_offcpu.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -35,6 +38,8 @@ struct offcpu {
   size_t cap, len;
   size_t depth;
   uint64_t unmatched; /* switch-outs replaced before their switch-in (a record lost) */
+  int *fds; /* attached threads' events writing into another's ring */
+  size_t nfds, capfds;
 };
 
 static off_thread_t *slot_of(offcpu_t *oc, pid_t tid, bool add) {
@@ -84,85 +89,146 @@ void offcpu_free(offcpu_t *oc) {
     return;
   for (size_t i = 0; i < oc->cap; ++i)
     free(oc->slot[i].pcs);
+  for (size_t i = 0; i < oc->nfds; ++i)
+    close(oc->fds[i]);
+  free(oc->fds);
   free(oc->slot);
   free(oc);
 }
 
+/* The context-switch event: every switch-out sampled, with the user
+ * registers and stack the kernel saved at the system call. */
+static void switch_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bool attach) {
+  memset(a, 0, sizeof *a);
+  a->size = sizeof *a;
+  a->type = PERF_TYPE_SOFTWARE;
+  a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  a->sample_period = 1; /* every switch-out */
+  a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
+                   PERF_SAMPLE_STACK_USER;
+  a->sample_regs_user = UNW_REGS_MASK; /* as of the system call: the kernel saved them */
+  a->sample_stack_user = o->stack_size;
+  a->disabled = !attach; /* a command: from its exec; a running thread: now */
+  a->inherit = 1; /* the tree only: the event follows its threads, not the CPUs' other tasks */
+  a->enable_on_exec = !attach;
+  a->exclude_hv = 1; /* the switch happens in the kernel: kernel mode not excluded */
+  a->exclude_callchain_kernel = 1;
+  a->context_switch = 1; /* PERF_RECORD_SWITCH: in and out */
+  a->sample_id_all = 1;
+  a->use_clockid = 1;
+  a->clockid = CLOCK_MONOTONIC;
+  a->watermark = 1;
+  a->wakeup_watermark = 128 * 1024;
+}
+
+static bool map_ring(int fd, ring_t *r) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 256;
+  void *m = MAP_FAILED;
+  for (; pages >= 1; pages /= 2) { /* the locked-memory allowance may be small */
+    m = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED || errno != EPERM)
+      break;
+  }
+  if (m == MAP_FAILED)
+    return false;
+  *r = (ring_t){fd, m, (unsigned char *)m + page, pages * page, (pages + 1) * page, true};
+  return true;
+}
+
 size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings, size_t n) {
   struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-  a.sample_period = 1; /* every switch-out */
-  a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
-                  PERF_SAMPLE_STACK_USER;
-  a.sample_regs_user = UNW_REGS_MASK; /* as of the system call: the kernel saved them */
-  a.sample_stack_user = o->stack_size;
-  a.disabled = 1;
-  a.inherit = 1; /* the tree only: the event follows its threads, not the CPUs' other tasks */
-  a.enable_on_exec = 1;
-  a.exclude_hv = 1; /* the switch happens in the kernel: kernel mode not excluded */
-  a.exclude_callchain_kernel = 1;
-  a.context_switch = 1; /* PERF_RECORD_SWITCH: in and out */
-  a.sample_id_all = 1;
-  a.use_clockid = 1;
-  a.clockid = CLOCK_MONOTONIC;
-  a.watermark = 1;
-  a.wakeup_watermark = 128 * 1024;
+  switch_attr(o, &a, false);
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
   ring_t *r = realloc(*rings, (n + (size_t)(ncpu > 0 ? ncpu : 1)) * sizeof *r);
   if (!r)
     return n;
   *rings = r;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 256;
   for (long cpu = 0; cpu < ncpu; ++cpu) {
     int fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0)
       continue;
-    void *m = MAP_FAILED;
-    for (; pages >= 1; pages /= 2) { /* the locked-memory allowance may be small */
-      m = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (m != MAP_FAILED || errno != EPERM)
-        break;
-    }
-    if (m == MAP_FAILED) {
+    if (map_ring(fd, &r[n]))
+      n++;
+    else
       close(fd);
-      continue;
-    }
-    r[n++] = (ring_t){fd, m, (unsigned char *)m + page, pages * page, (pages + 1) * page, true};
   }
   return n;
 }
 
-static bool take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
-  if ((size_t)(end - *p) < n)
-    return false;
-  memcpy(out, *p, n);
-  *p += n;
-  return true;
+static void keep_fd(offcpu_t *oc, int fd) {
+  if (oc->nfds == oc->capfds) {
+    size_t cap = oc->capfds ? 2 * oc->capfds : 64;
+    int *f = realloc(oc->fds, cap * sizeof *f);
+    if (!f) {
+      close(fd); /* that thread's switches go unseen */
+      return;
+    }
+    oc->fds = f;
+    oc->capfds = cap;
+  }
+  oc->fds[oc->nfds++] = fd;
+}
+
+size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_t *pids, size_t npids,
+                           ring_t **rings, size_t n, size_t *nthreads) {
+  struct perf_event_attr a;
+  switch_attr(o, &a, true);
+  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+  if (ncpu < 1)
+    ncpu = 1;
+  ring_t *r = realloc(*rings, (n + (size_t)ncpu) * sizeof *r);
+  if (!r)
+    return n;
+  *rings = r;
+  /* One ring per CPU; every thread's event on that CPU writes into it. */
+  int *ring_fd = malloc((size_t)ncpu * sizeof *ring_fd);
+  if (!ring_fd)
+    return n;
+  for (long cpu = 0; cpu < ncpu; ++cpu)
+    ring_fd[cpu] = -1;
+  *nthreads = 0;
+  for (size_t i = 0; i < npids; ++i) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+      pid_t tid = (pid_t)atoi(e->d_name);
+      bool any = false;
+      for (long cpu = 0; tid > 0 && cpu < ncpu; ++cpu) {
+        /* Per thread and CPU: the kernel maps no inherited event that
+         * follows a thread across CPUs; inherit takes its new threads. */
+        int fd = (int)syscall(SYS_perf_event_open, &a, tid, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+          continue;
+        if (ring_fd[cpu] < 0 && map_ring(fd, &r[n])) {
+          ring_fd[cpu] = fd;
+          n++;
+          any = true;
+        } else if (ring_fd[cpu] >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd[cpu]) == 0) {
+          keep_fd(oc, fd);
+          any = true;
+        } else {
+          close(fd);
+        }
+      }
+      *nthreads += any;
+    }
+    if (d)
+      closedir(d);
+  }
+  free(ring_fd);
+  return n;
 }
 
 /* A switch-out sample: unwind now (the unwinder follows the mappings as
  * of this time) and keep the stack until the switch-in. */
 static void switch_out(perf_state_t *s, const unsigned char *p, const unsigned char *end) {
-  struct {
-    uint64_t ip;
-    uint32_t pid, tid;
-    uint64_t time;
-  } h;
-  uint64_t abi, regs[UNW_NREGS], size = 0, dyn = 0;
-  if (!take(&p, end, &h, sizeof h) || !take(&p, end, &abi, 8) || (int32_t)h.tid <= 0)
-    return;
-  if (abi == PERF_SAMPLE_REGS_ABI_NONE || !take(&p, end, regs, sizeof regs))
-    return; /* no user context: a kernel thread */
-  const unsigned char *stack = NULL;
-  if (take(&p, end, &size, 8) && size && size <= (uint64_t)(end - p)) {
-    stack = p;
-    p += size;
-    if (!take(&p, end, &dyn, 8) || dyn > size)
-      dyn = size;
-  }
+  perf_head_t h;
+  perf_user_t u;
+  if (!perf_take(&p, end, &h, sizeof h) || (int32_t)h.tid <= 0 || !perf_take_user(&p, end, &u) ||
+      u.abi == PERF_SAMPLE_REGS_ABI_NONE)
+    return; /* cut short, or no user context: a kernel thread */
   off_thread_t *t = slot_of(s->off, (pid_t)h.tid, true);
   if (!t)
     return;
@@ -170,7 +236,7 @@ static void switch_out(perf_state_t *s, const unsigned char *p, const unsigned c
     s->off->unmatched++;
   unw_result_t r;
   t->pid = (pid_t)h.pid;
-  t->n = unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, regs, stack, stack ? dyn : 0, t->pcs, s->off->depth, &r);
+  t->n = unw_stack(s->unw, (pid_t)h.pid, (pid_t)h.tid, u.regs, u.stack, u.dyn, t->pcs, s->off->depth, &r);
   t->truncated = r == UNW_TRUNCATED;
   t->t_out = h.time;
   t->out = true;

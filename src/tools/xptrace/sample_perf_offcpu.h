@@ -14,6 +14,12 @@ void offcpu_free(offcpu_t *oc);
 /* Append one context-switch event and ring per CPU on `pid` (inherited,
  * enabled at its exec) to *rings (n of them); returns the new count. */
 size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings, size_t n);
+/* Attaching: one context-switch event per thread of `pids` and CPU (each
+ * inherited: the threads they start), writing into one ring per CPU
+ * appended to *rings (n of them); returns the new count and the threads
+ * covered in *nthreads.  `oc` keeps the events' other descriptors. */
+size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_t *pids, size_t npids,
+                           ring_t **rings, size_t n, size_t *nthreads);
 /* A switch-out sample or a switch record: true when it was one. */
 bool offcpu_record(perf_state_t *s, const struct perf_event_header *hdr);
 /* A thread ended: its last switch-out has no switch-in. */

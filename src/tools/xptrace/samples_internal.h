@@ -90,6 +90,17 @@ struct xs_session {
 
 /* Grows *v (element size sz) to hold n+1; false when out of memory. */
 bool xs_grow(void *v, size_t *cap, size_t n, size_t sz);
+uint64_t xs_hash_mem(const void *p, size_t n, uint64_t h);
+/* The index (samples.c): whether entry `index` equals `key`. */
+typedef bool (*xs_eq_fn)(const xs_session_t *s, uint32_t index, const void *key);
+bool xs_index_reserve(xs_index_t *t);
+/* The slot of `key` (hash h): *found, or the empty slot to set. */
+size_t xs_index_find(const xs_session_t *s, const xs_index_t *t, uint64_t h, const void *key, xs_eq_fn eq,
+                     bool *found);
+void xs_index_set(xs_index_t *t, size_t slot, uint64_t h, uint32_t index);
+void xs_index_free(xs_index_t *t);
+/* Room for n frame ids, reused from sample to sample; NULL: out of memory. */
+uint32_t *xs_scratch(xs_session_t *s, size_t n);
 const xs_thread_t *xs_thread_of(const xs_session_t *s, uint32_t index);
 const xs_proc_t *xs_proc_of(const xs_session_t *s, pid_t pid);
 
