@@ -308,6 +308,8 @@ static void *experiments(void *arg) {
 __attribute__((constructor)) static void causal_load(void) {
   settings_read();
   causal_sync_resolve();
+  causal_io_resolve();
+  causal_futex_resolve();
   X.start_ns = causal_now_ns();
   out_open();
   if (X.fd < 0)

@@ -66,6 +66,9 @@ void causal_pre_block(void);
 void causal_post_block(bool woken);
 void causal_pay(void);
 void causal_sync_resolve(void);
+/* Look the wrapped calls' real functions up before the program runs. */
+void causal_io_resolve(void);
+void causal_futex_resolve(void);
 int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* ---- experiments (causal.c) ------------------------------------------------ */
