@@ -13,6 +13,9 @@
  * A_PCT / C_PCT scale each line's work (compile-time, percent).
  *
  * usage: causal_relay SECONDS futex|ppoll   (prints "rounds N") */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* ppoll; the bench builds it without CMake's definitions */
+#endif
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
