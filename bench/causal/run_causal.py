@@ -14,7 +14,10 @@ compile-time work factor: 75/50/0 % of its work for a speedup of
             progress, a background thread's hotter line H is waited for by
             nobody;
   ab        tests/causal/causal_fixture.c  fork-join rounds, A the longer
-            (also with XPTRACE_CAUSAL_CPU_ONLY=1, Coz's span).
+            (also with XPTRACE_CAUSAL_CPU_ONLY=1, Coz's span);
+  relay-futex, relay-ppoll  tests/causal/causal_relay.c  A (3 units) and
+            B (1) take turns through a raw futex / pipes in ppoll, C spins
+            off the relay (not in the default list).
 real      = median of REPS paired runs (base build, edited build);
 xptrace   = `xptrace causal --line L --speedup s` on the base build (the
             baseline alternates with s in the same process);
@@ -25,7 +28,8 @@ Predictions: 1 - period(s) / period(0), period = sum(duration) /
 sum(visits), pooled within blocks of windows, median over blocks.
 
   bench/causal/run_causal.py [BUILD_DIR]
-  env: REPS=5, SECONDS=8, NOCOZ=1, FIXTURES=barrier,pipeline,lock,offpath,ab"""
+  env: REPS=5, SECONDS=8, NOCOZ=1,
+       FIXTURES=barrier,pipeline,lock,offpath,ab (also relay-futex, relay-ppoll)"""
 import os
 import re
 import shutil
@@ -58,8 +62,8 @@ def build(name, defs, flags=("-g",), src=SRC):
     return exe
 
 
-def period(exe, rounds):
-    out = subprocess.run([exe, str(rounds)], stdout=subprocess.PIPE, text=True, check=True).stdout
+def period(exe, rounds, extra=()):
+    out = subprocess.run([exe, str(rounds), *extra], stdout=subprocess.PIPE, text=True, check=True).stdout
     return float(re.search(r"([0-9.]+) s per (\w+)", out).group(1))
 
 
@@ -147,8 +151,8 @@ def coz_predictions(exe, line, rounds):
 
 
 # Time-bounded fixtures (argument: seconds): name -> (source, point,
-# [(tag, macro, role)]).  Each line is built really faster: MACRO_PCT =
-# 75/50/0 for a speedup of 25/50/100 %.
+# [(tag, macro, role)], [more arguments]).  Each line is built really
+# faster: MACRO_PCT = 75/50/0 for a speedup of 25/50/100 %.
 FIXTURES_TIMED = {
     "barrier": ("tests/causal/causal_barrier.c", "round",
                 [("LINE_A", "A_PCT", "critical until 2x"), ("LINE_B", "B_PCT", "waits")]),
@@ -158,6 +162,15 @@ FIXTURES_TIMED = {
              [("LINE_L", "L_PCT", "inside the lock"), ("LINE_W", "W_PCT", "outside it")]),
     "offpath": ("bench/causal/causal_offpath.c", "round",
                 [("LINE_C", "C_PCT", "critical"), ("LINE_H", "H_PCT", "hottest, off path")]),
+    # A and B take turns (a raw futex, or pipes waited on in ppoll), C
+    # spins off the relay; C at 100 % fills its windows with delays (none
+    # measured).
+    "relay-futex": ("tests/causal/causal_relay.c", "round",
+                    [("LINE_A", "A_PCT", "3 of 4 units"), ("LINE_C", "C_PCT", "off the relay")],
+                    ["futex"]),
+    "relay-ppoll": ("tests/causal/causal_relay.c", "round",
+                    [("LINE_A", "A_PCT", "3 of 4 units"), ("LINE_C", "C_PCT", "off the relay")],
+                    ["ppoll"]),
 }
 SPEEDUPS = (25, 50, 100)
 
@@ -181,7 +194,8 @@ def timed_windows(out, suffix, point):
 def timed_fixture(name):
     """Real speedups (edited builds, paired with the base build), xptrace's
     and Coz's predictions, for each line of one time-bounded fixture."""
-    src_rel, point, lines = FIXTURES_TIMED[name]
+    src_rel, point, lines = FIXTURES_TIMED[name][:3]
+    extra = FIXTURES_TIMED[name][3] if len(FIXTURES_TIMED[name]) > 3 else []
     src = os.path.join(ROOT, src_rel)
     base = build(name + "-base", [], src=src)
     rows = []
@@ -194,13 +208,14 @@ def timed_fixture(name):
                           src=src) for s in SPEEDUPS}
         real = {}
         for s in SPEEDUPS:
-            pairs = [(period(base, 1.0), period(edits[s], 1.0)) for _ in range(REPS)]
+            pairs = [(period(base, 1.0, extra), period(edits[s], 1.0, extra))
+                     for _ in range(REPS)]
             real[s] = statistics.median(100 * (1 - e / b) for b, e in pairs)
         xp = {}
         for s in SPEEDUPS:
             out = os.path.join(TMP, "xp-%s-%s-%d" % (name, tag, s))
             subprocess.run([XPTRACE, "causal", "-o", out, "--window", "200", "--line", suffix,
-                            "--speedup", str(s), "--", base, str(SECONDS)],
+                            "--speedup", str(s), "--", base, str(SECONDS), *extra],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             xp[s] = predict(timed_windows(out, suffix, point), s)[0]
         cz = {}
@@ -209,7 +224,7 @@ def timed_fixture(name):
             for k, s in enumerate((0,) + SPEEDUPS):
                 out = os.path.join(TMP, "coz-%s-%s-%d.coz" % (name, tag, s))
                 subprocess.run(["coz", "run", "--fixed-line", suffix, "--fixed-speedup", str(s),
-                                "-o", out, "---", coz_exe, str(SECONDS / 2)],
+                                "-o", out, "---", coz_exe, str(SECONDS / 2), *extra],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
                 if os.path.exists(out):
                     wins += [[k] + w[1:] for w in windows(out, suffix)]

@@ -39,6 +39,10 @@ static struct {
   atomic_uint recent_next;
   atomic_bool stopping;
   long discarded;     /* experiments that could not be measured */
+  long load_discarded; /* experiments disturbed by load */
+  double load_max, load_typical; /* the worst such window's wait fraction, its median */
+  double load_hist[CAUSAL_LOAD_HISTORY]; /* the last windows' wait fractions */
+  int load_n;
   atomic_bool active; /* sampling threads */
   bool started;
   pthread_t thread;
@@ -232,6 +236,26 @@ static void report_points(const size_t *before, const size_t *after, int n) {
   }
 }
 
+/* Whether the window just ended, whose threads were runnable `run` ns
+ * and waited `wait` ns of it for a CPU, was disturbed by load
+ * (causal_load.c): then counted, not written.  Every window joins the
+ * history, so a lasting change of load becomes the new normal. */
+static bool load_disturbed(uint64_t run, uint64_t wait) {
+  if (run == 0 || wait > run)
+    return false; /* no sample (a program that waits), or no schedstat */
+  double frac = (double)wait / (double)run;
+  int n = X.load_n < CAUSAL_LOAD_HISTORY ? X.load_n : CAUSAL_LOAD_HISTORY;
+  bool out = causal_load_outlier(X.load_hist, n, frac);
+  if (out && frac > X.load_max) { /* for the line at exit */
+    X.load_max = frac;
+    X.load_typical = causal_load_median(X.load_hist, n);
+  }
+  if (out)
+    ++X.load_discarded;
+  X.load_hist[X.load_n++ % CAUSAL_LOAD_HISTORY] = frac;
+  return out;
+}
+
 static void *experiments(void *arg) {
   (void)arg;
   causal_lines_t *tab = causal_lines_build(causal_cfg.binary_scope, causal_cfg.source_scope);
@@ -271,6 +295,7 @@ static void *experiments(void *arg) {
     counts_now(before, npts0);
     uint64_t hits0 = atomic_load(&X.selected_hits);
     int64_t delay0 = atomic_load(&causal_global_ns);
+    uint64_t run0 = atomic_load(&causal_runnable_sum), wait0 = atomic_load(&causal_wait_sum);
     uint64_t t0 = causal_now_ns();
     atomic_store(&X.speedup, (int64_t)speedup);
     atomic_store_explicit(&X.selected, line, memory_order_release);
@@ -294,6 +319,9 @@ static void *experiments(void *arg) {
       ++X.discarded;
       continue;
     }
+    if (load_disturbed(atomic_load(&causal_runnable_sum) - run0,
+                       atomic_load(&causal_wait_sum) - wait0))
+      continue;
     out_printf("experiment\tselected=%s\tspeedup=%.2f\tduration=%lld\tselected-samples=%llu\n",
                tab->names[line], speedup / 100.0, (long long)duration,
                (unsigned long long)(atomic_load(&X.selected_hits) - hits0));
@@ -308,6 +336,8 @@ static void *experiments(void *arg) {
 __attribute__((constructor)) static void causal_load(void) {
   settings_read();
   causal_sync_resolve();
+  causal_io_resolve();
+  causal_futex_resolve();
   X.start_ns = causal_now_ns();
   out_open();
   if (X.fd < 0)
@@ -346,6 +376,11 @@ __attribute__((destructor)) static void causal_unload(void) {
     xpt_msg("xptrace: causal: %ld experiment(s) discarded: their delays left under 1 %% of the "
             "window (a busy machine)\n",
             X.discarded);
+  if (X.load_discarded)
+    xpt_msg("xptrace: causal: %ld experiment(s) discarded: disturbed by load (their threads "
+            "waited for a CPU up to %.0f %% of their runnable time, about %.0f %% in the "
+            "windows around them)\n",
+            X.load_discarded, 100 * X.load_max, 100 * X.load_typical);
   causal_lines_t *tab = atomic_load(&X.table);
   for (size_t i = 0; tab && i < tab->nnames; ++i) {
     uint64_t n = atomic_load(&X.line_samples[i]);

@@ -47,9 +47,13 @@ typedef struct causal_thread {
   bool live;
   uint64_t runnable_ns; /* CPU time + run-queue wait at the last sample */
   int32_t last_line;    /* line of the last sample, -1 none */
+  uint64_t load_runnable, load_wait; /* runnable time and its wait, at the last sample */
 } causal_thread_t;
 
 extern _Atomic int64_t causal_global_ns; /* delay every thread owes in total */
+/* Every thread's runnable time between its samples, and the part of it
+ * spent waiting for a CPU (schedstat): how loaded the machine is. */
+extern _Atomic uint64_t causal_runnable_sum, causal_wait_sum;
 /* Set once a thread samples with a perf task-clock event / the timer. */
 extern atomic_int causal_perf_threads, causal_timer_threads;
 causal_thread_t *causal_self(void);
@@ -66,6 +70,9 @@ void causal_pre_block(void);
 void causal_post_block(bool woken);
 void causal_pay(void);
 void causal_sync_resolve(void);
+/* Look the wrapped calls' real functions up before the program runs. */
+void causal_io_resolve(void);
+void causal_futex_resolve(void);
 int causal_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* ---- experiments (causal.c) ------------------------------------------------ */
@@ -82,6 +89,16 @@ bool causal_exp_selected(int32_t line);
 /* Whether new threads are sampled. */
 bool causal_exp_active(void);
 void causal_exp_forked(void);
+
+/* ---- load (causal_load.c) ------------------------------------------------------ */
+
+enum { CAUSAL_LOAD_HISTORY = 16, CAUSAL_LOAD_MIN_HISTORY = 5 };
+/* Whether a window whose threads waited for a CPU `frac` of their
+ * runnable time was disturbed by load: well above the median of the
+ * last windows' fractions hist[0..n) (any order). */
+bool causal_load_outlier(const double *hist, int n, double frac);
+/* The median of hist[0..n) (the last CAUSAL_LOAD_HISTORY at most); 0 if none. */
+double causal_load_median(const double *hist, int n);
 
 /* ---- progress points ------------------------------------------------------ */
 

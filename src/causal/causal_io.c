@@ -5,10 +5,14 @@
  * a thread pays before it writes (it may wake one).  A read or write
  * counts as woken when it waited (over 20 us) and its descriptor is a
  * pipe or a socket: a disk read wakes on the device, not on a thread.
- * Raw futexes (syscall) are not wrapped: docs/causal.md. */
+ * The poll family (poll, ppoll, select, pselect, epoll_wait/pwait/pwait2)
+ * counts as woken when a descriptor is ready.  A program's own futex
+ * waits and wakes through syscall(SYS_futex, ...) are the same waits
+ * (causal_futex.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -45,6 +49,12 @@ REAL(accept, int, int, struct sockaddr *, socklen_t *)
 REAL(poll, int, struct pollfd *, nfds_t, int)
 REAL(select, int, int, fd_set *, fd_set *, fd_set *, struct timeval *)
 REAL(epoll_wait, int, int, struct epoll_event *, int, int)
+REAL(ppoll, int, struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)
+REAL(pselect, int, int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)
+REAL(epoll_pwait, int, int, struct epoll_event *, int, int, const sigset_t *)
+/* glibc 2.35 and later; looked up by name, so a build against an older
+ * glibc still interposes it where the program's glibc has it. */
+REAL(epoll_pwait2, int, int, struct epoll_event *, int, const struct timespec *, const sigset_t *)
 
 enum { WAITED_NS = 20000 };
 
@@ -119,4 +129,48 @@ CAUSAL_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv
 }
 CAUSAL_API int epoll_wait(int ep, struct epoll_event *ev, int n, int timeout) {
   WAIT(real_epoll_wait()(ep, ev, n, timeout));
+}
+CAUSAL_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                     const sigset_t *mask) {
+  WAIT(real_ppoll()(fds, n, ts, mask));
+}
+CAUSAL_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+                       const sigset_t *mask) {
+  WAIT(real_pselect()(n, r, w, e, ts, mask));
+}
+CAUSAL_API int epoll_pwait(int ep, struct epoll_event *ev, int n, int timeout,
+                           const sigset_t *mask) {
+  WAIT(real_epoll_pwait()(ep, ev, n, timeout, mask));
+}
+int epoll_pwait2(int ep, struct epoll_event *ev, int n, const struct timespec *ts,
+                 const sigset_t *mask);
+CAUSAL_API int epoll_pwait2(int ep, struct epoll_event *ev, int n, const struct timespec *ts,
+                            const sigset_t *mask) {
+  epoll_pwait2_fn f = real_epoll_pwait2();
+  if (!f) { /* only reached by a program linked against a newer glibc */
+    errno = ENOSYS;
+    return -1;
+  }
+  WAIT(f(ep, ev, n, ts, mask));
+}
+
+void causal_io_resolve(void) {
+  real_read();
+  real_write();
+  real_readv();
+  real_writev();
+  real_recv();
+  real_recvfrom();
+  real_recvmsg();
+  real_send();
+  real_sendto();
+  real_sendmsg();
+  real_accept();
+  real_poll();
+  real_select();
+  real_epoll_wait();
+  real_ppoll();
+  real_pselect();
+  real_epoll_pwait();
+  real_epoll_pwait2();
 }

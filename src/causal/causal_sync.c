@@ -35,6 +35,7 @@
 #endif
 
 _Atomic int64_t causal_global_ns;
+_Atomic uint64_t causal_runnable_sum, causal_wait_sum;
 atomic_int causal_perf_threads, causal_timer_threads;
 
 typedef struct {
@@ -65,7 +66,11 @@ uint64_t causal_now_ns(void) {
  * holds it for p / (its CPU share) of wall time, and that is what making
  * it faster would save.  Async-signal-safe (open/read/close, no stdio);
  * 0 when unreadable (the CPU period is used instead). */
-static uint64_t runnable_now(void) {
+static uint64_t runnable_split(uint64_t *wait_out);
+static uint64_t runnable_now(void) { return runnable_split(NULL); }
+
+/* The same, and its wait part (what the thread waited for a CPU). */
+static uint64_t runnable_split(uint64_t *wait_out) {
   if (causal_cfg.cpu_only)
     return 0;
   /* Raw calls: read is ours too (causal_io.c), and would come back here. */
@@ -88,6 +93,8 @@ static uint64_t runnable_now(void) {
   struct timespec ts;
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
     return 0;
+  if (wait_out)
+    *wait_out = wait;
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + wait;
 }
 
@@ -174,7 +181,17 @@ static void on_sample(int sig, siginfo_t *si, void *uc) {
   }
   int hits = 1 + (si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
   int64_t span = (int64_t)hits * causal_cfg.period_us * 1000;
-  uint64_t now = runnable_now();
+  uint64_t wait = 0, now = runnable_split(&wait);
+  /* The load of the machine as the program's threads see it: their
+   * runnable time and its part spent waiting for a CPU, between samples
+   * (causal.c discards a window disturbed by load). */
+  if (now && t->load_runnable && now > t->load_runnable && wait >= t->load_wait) {
+    atomic_fetch_add_explicit(&causal_runnable_sum, now - t->load_runnable,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&causal_wait_sum, wait - t->load_wait, memory_order_relaxed);
+  }
+  t->load_runnable = now;
+  t->load_wait = wait;
   if (now && t->runnable_ns && now > t->runnable_ns) {
     int64_t r = (int64_t)(now - t->runnable_ns);
     /* At least the CPU period, unless part of it was counted already (a
