@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile uint64_t sink;
@@ -96,10 +97,17 @@ static void *free_worker(void *arg) {
   return NULL;
 }
 
+/* Each split thread's CPU seconds: the shares' truth on a busy machine,
+ * where equal work is not equal time. */
+static double split_cpu[4];
+
 static void *split_worker(void *arg) {
   static void (*const fns[4])(long) = {spin_40, spin_30, spin_20, spin_10};
   int i = (int)(intptr_t)arg;
   fns[i]((4 - i) * units);
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  split_cpu[i] = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
   return NULL;
 }
 
@@ -257,6 +265,8 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "split") == 0) {
     if (run_workers(split_worker, 4, true) != 0)
       return 1;
+    printf("split_cpu spin_40=%.6f spin_30=%.6f spin_20=%.6f spin_10=%.6f\n", split_cpu[0], split_cpu[1],
+           split_cpu[2], split_cpu[3]);
   } else if (strcmp(mode, "handlers") == 0) {
     if (run_own_handlers() != 0)
       return 1;
