@@ -598,11 +598,7 @@ int sample_perf_run(char **command, const sample_perf_opts_t *o, void (*after)(c
     if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
       nrings = offcpu_open_rings(o, pid, &rings, nrings);
     if (nrings == ncpu_rings) {
-      offcpu_free(s.off);
-      s.off = NULL;
-      fprintf(stderr, "xptrace sample: no %s profile: context-switch samples need %s\n",
-              o->off_cpu ? "off-CPU" : "wall-time",
-              o->fp ? "--call-graph dwarf" : "kernel sampling (root, or kernel.perf_event_paranoid <= 1)");
+      offcpu_unavailable(o, &s.off);
     }
     s.period_us = (uint64_t)(1e6 / effective_hz(o) + 0.5);
   }

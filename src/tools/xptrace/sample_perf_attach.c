@@ -137,11 +137,7 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
     if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
       nrings = offcpu_attach_rings(o, s.off, pids, n, &rings, nrings, &nthreads);
     if (nrings == ncpu_rings) {
-      offcpu_free(s.off);
-      s.off = NULL;
-      fprintf(stderr, "xptrace sample: no %s profile: context-switch samples need %s\n",
-              o->off_cpu ? "off-CPU" : "wall-time",
-              o->fp ? "--call-graph dwarf" : "kernel sampling (root, or kernel.perf_event_paranoid <= 1)");
+      offcpu_unavailable(o, &s.off);
     }
     s.period_us = (uint64_t)(1e6 / effective_hz(o) + 0.5);
   }

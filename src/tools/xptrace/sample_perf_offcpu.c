@@ -96,6 +96,14 @@ void offcpu_free(offcpu_t *oc) {
   free(oc);
 }
 
+void offcpu_unavailable(const sample_perf_opts_t *o, offcpu_t **oc) {
+  offcpu_free(*oc);
+  *oc = NULL;
+  fprintf(stderr, "xptrace sample: no %s profile: context-switch samples need %s\n",
+          o->off_cpu ? "off-CPU" : "wall-time",
+          o->fp ? "--call-graph dwarf" : "kernel sampling (root, or kernel.perf_event_paranoid <= 1)");
+}
+
 /* The context-switch event: every switch-out sampled, with the user
  * registers and stack the kernel saved at the system call. */
 static void switch_attr(const sample_perf_opts_t *o, struct perf_event_attr *a, bool attach) {

@@ -11,6 +11,9 @@
 
 offcpu_t *offcpu_new(size_t depth);
 void offcpu_free(offcpu_t *oc);
+/* No ring was added: free *oc, clear it, and say why there is no off-CPU
+ * (or wall-time) profile, in one line. */
+void offcpu_unavailable(const sample_perf_opts_t *o, offcpu_t **oc);
 /* Append one context-switch event and ring per CPU on `pid` (inherited,
  * enabled at its exec) to *rings (n of them); returns the new count. */
 size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings, size_t n);
