@@ -22,6 +22,7 @@ static void seq_clear(struct seq *s) {
   rd_map_free(&s->interned, ient_free);
   s->default_clock = 0;
   s->default_track = 0;
+  s->sample_hz = 0;
   free(s->clocks);
   s->clocks = NULL;
   s->nclocks = 0;
@@ -257,6 +258,7 @@ static int rd_packet(struct pt_reader *r, const uint8_t *data, size_t len, struc
     return rd_track(r, body, body + body_len, pkt);
   }
   pkt->kind = PT_PKT_SAMPLE;
+  pkt->sample.hz = s ? s->sample_hz : 0;
   return rd_sample(body, body + body_len, pkt);
 }
 

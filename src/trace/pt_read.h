@@ -111,6 +111,7 @@ struct pt_packet {
     uint32_t cpu;
     int32_t pid, tid;
     uint64_t callstack_iid; /* resolve with pt_reader_callstack(seq_id) */
+    uint64_t hz; /* the sequence's sampling rate (perf_sample_defaults), 0: not said */
   } sample;
 
   /* kind == PT_PKT_CLOCK */

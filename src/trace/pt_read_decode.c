@@ -204,6 +204,33 @@ PT_READ_HIDDEN int rd_clock_snapshot(struct pt_reader *r, struct seq *s, const u
   return 0;
 }
 
+/* PerfSampleDefaults: its timebase's frequency (2), or 1 s over its
+ * period (1) of the CPU clock (counter 1 or 3, or none: the default). */
+static int rd_timebase_hz(const uint8_t *p, const uint8_t *end, uint64_t *hz) {
+  struct pt_pb_field f, g;
+  int rc, rc2 = 0;
+  while ((rc = pt_pb_next_fast(&p, end, &f)) > 0) {
+    if (f.num != 1 || f.wire != 2)
+      continue;
+    uint64_t freq = 0, period = 0, counter = 0;
+    const uint8_t *q = f.p;
+    while ((rc2 = pt_pb_next_fast(&q, f.p + f.len, &g)) > 0) {
+      if (g.wire != 0)
+        continue;
+      if (g.num == 2)
+        freq = g.v;
+      else if (g.num == 1)
+        period = g.v;
+      else if (g.num == 4)
+        counter = g.v;
+    }
+    if (rc2 < 0)
+      return -1;
+    *hz = freq ? freq : period && (counter == 0 || counter == 1 || counter == 3) ? 1000000000u / period : 0;
+  }
+  return rc < 0 ? -1 : 0;
+}
+
 PT_READ_HIDDEN int rd_defaults(struct seq *s, const uint8_t *p, const uint8_t *end) {
   struct pt_pb_field f, g;
   int rc;
@@ -218,6 +245,11 @@ PT_READ_HIDDEN int rd_defaults(struct seq *s, const uint8_t *p, const uint8_t *e
           s->default_track = g.v;
       if (rc2 < 0)
         return -2;
+    } else if (f.num == 12 && f.wire == 2) { /* perf_sample_defaults */
+      uint64_t hz = 0;
+      if (rd_timebase_hz(f.p, f.p + f.len, &hz) < 0)
+        return -2;
+      s->sample_hz = hz;
     }
   }
   return rc < 0 ? -2 : 0;

@@ -78,6 +78,7 @@ struct seq {
   struct pt_map interned; /* key: table << 56 ^ iid */
   uint32_t default_clock; /* 0: none */
   uint64_t default_track;
+  uint64_t sample_hz; /* perf_sample_defaults.timebase.frequency (0: none) */
   /* Sequence-scoped clocks (ids 64..127), [0, nclocks) of them as the
    * highest id used asks: usually one (64).  A fixed 64 cost 2 KiB per
    * sequence: a trace of 70,000 threads took 72 MB to merge. */

@@ -20,7 +20,7 @@ Cases:
                 main 100us, a 60us; -sample_index=calls: b 7, a 3
   pprof_real    PROGRAM (tests/sampler/sampler_work.c) under `xptrace
                 sample`: pprof's flat counts equal samples.folded's, to
-                the sample; the spin_* frames carry sampler_work.c and a
+                the sample, in ms at the rate the trace says (no --freq); the spin_* frames carry sampler_work.c and a
                 line; the shares are 40/30/20/10 within 6 points
   pprof_usage   no samples and no slices, a binary on a terminal, --diff
   svg_shares    report --format svg of "shares" and "calls": every frame of
@@ -274,6 +274,11 @@ def case_pprof_real():
         share = 100.0 * cpu[fn] / sum(cpu.values())
         if abs(rows[fn][1] - share) > 6:
             fail("%s: %.1f %%, not %.1f %% (its CPU time) within 6 points\n%s" % (fn, rows[fn][1], share, top))
+    # Without --freq: the rate the trace says (500 Hz), not a default of 100.
+    plain = export("real", "real-rate.pb.gz")
+    top2 = pprof(["-top", "-unit=ms", "-nodefraction=0", "-nodecount=0", plain])
+    if "Total samples = %gms" % (total * 2) not in top2:
+        fail("without --freq, the total is not %d samples x 2 ms (the trace's 500 Hz):\n%s" % (total, top2))
     listing = pprof(["-raw", prof])
     if not re.search(r"spin_40 \S*sampler_work\.c:\d+", listing):
         fail("spin_40 has no file and line:\n" + listing)

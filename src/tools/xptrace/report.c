@@ -78,9 +78,9 @@ static const struct xopt report_opts[] = {
      "graph](#flame-graphs)",
      "`text`"},
     {"freq", R_FREQ, required_argument, "HZ", "pprof: the run's sampling rate, for CPU time",
-     "`pprof`: the rate the run sampled at, which makes each sample's CPU time (the trace does "
-     "not record it)",
-     "100 (`xptrace sample`'s default)"},
+     "`pprof`: the rate the run sampled at, which makes each sample's CPU time; by default the "
+     "rate the trace says (xptrace writes it), else one estimated from the samples' spacing (said)",
+     "the trace's rate; 100 when it cannot be told"},
     {"output", 'o', required_argument, "FILE",
      "write there (created, never overwritten) instead of stdout",
      "write to FILE (created; an existing file is never overwritten) instead of stdout",
@@ -197,12 +197,12 @@ int cmd_report(int argc, char **argv) {
   struct option longopts[32];
   char shorts[16];
   xopt_getopt(&xopt_report, longopts, 32, "", shorts, sizeof shorts);
-  /* --top's and --freq's defaults are the table's words ("20", "100 (...)"). */
+  /* --top's default is the table's word ("20"). */
   struct rp_options o = {.format = RP_FMT_TEXT,
                          .top = strtoul(xopt_default(&xopt_report, "top"), NULL, 10),
                          .sel = {.pid = -1, .tid = -1}};
   const char *other = NULL, *filter = NULL, *output = NULL, *graph = NULL, *sections = NULL;
-  double hz = strtod(xopt_default(&xopt_report, "freq"), NULL); /* xptrace sample's rate */
+  double hz = 0; /* --freq, else estimated from the samples */
   long v;
   int c;
   optind = 1;
@@ -342,6 +342,19 @@ int cmd_report(int argc, char **argv) {
   if (other && load(&b, other, &o.sel) < 0)
     status = 1;
   if (o.format == RP_FMT_PPROF) {
+    if (!(hz > 0) && a.sample_hz && !a.sample_hz_mixed) {
+      hz = (double)a.sample_hz; /* the trace says it */
+    } else if (!(hz > 0) && a.nsamples) {
+      hz = rp_sample_rate_estimate(&a);
+      if (hz > 0)
+        fprintf(stderr, "xptrace report: sampling rate %.6g Hz, from the samples' spacing%s (--freq sets it)\n",
+                hz, a.sample_hz_mixed ? " (the trace's processes say different rates)" : "");
+    }
+    if (!(hz > 0)) {
+      hz = 100; /* xptrace sample's default rate */
+      if (a.nsamples)
+        fprintf(stderr, "xptrace report: too few samples to tell their rate: %.6g Hz (--freq sets it)\n", hz);
+    }
     status = export_pprof(&a, &o.sel, hz, output, path, status);
     rp_model_free(&a);
     if (o.sel.have_regex)

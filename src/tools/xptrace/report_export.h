@@ -15,6 +15,12 @@
 int rp_pprof_write(const struct rp_model *m, const struct rp_select *sel, uint64_t period_ns,
                    int fd);
 
+/* The rate the samples were taken at, from their spacing: the lower
+ * quartile of the gaps between a thread's consecutive samples (a busy
+ * thread's gap is one period; waits only lengthen gaps), rounded to two
+ * significant digits.  0 when fewer than 16 gaps say it. */
+double rp_sample_rate_estimate(const struct rp_model *m);
+
 /* A flame graph (SVG) of the same: samples, else call paths worth their
  * self time.  0, or an errno value (ENODATA: nothing to draw). */
 int rp_svg_write(const struct rp_model *m, const struct rp_select *sel, const char *title,

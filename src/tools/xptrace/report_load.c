@@ -95,6 +95,10 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
                  p.event.category);
       break;
     case PT_PKT_SAMPLE:
+      if (p.sample.hz && m->sample_hz && p.sample.hz != m->sample_hz)
+        m->sample_hz_mixed = true;
+      if (p.sample.hz && !m->sample_hz)
+        m->sample_hz = p.sample.hz;
       if (p.has_ts)
         load_sample(m, r, &p);
       break;

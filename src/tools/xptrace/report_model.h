@@ -138,6 +138,10 @@ struct rp_model {
   size_t nev, ev_cap;
   struct rp_sample *samples;
   size_t nsamples, samples_cap;
+  /* The rate the trace says its samples were taken at (0: not said);
+   * sample_hz_mixed: its sequences said different rates. */
+  uint64_t sample_hz;
+  bool sample_hz_mixed;
   uint32_t *framepool;
   size_t nframepool, framepool_cap;
   struct rp_frame_loc *locpool; /* parallel to framepool (NULL: no locations given) */

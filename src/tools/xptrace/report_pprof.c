@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "report_export.h"
+
+#include <math.h>
 #ifdef XPTRACE_HAVE_PPROF
 #include "pt_pprof.h"
 #endif
@@ -274,3 +276,47 @@ int rp_pprof_write(const struct rp_model *m, const struct rp_select *sel, uint64
   return err;
 }
 #endif
+
+struct tid_ts {
+  int32_t tid;
+  uint64_t ts;
+};
+
+static int tid_ts_cmp(const void *a, const void *b) {
+  const struct tid_ts *x = a, *y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double rp_sample_rate_estimate(const struct rp_model *m) {
+  size_t n = m->nsamples;
+  if (n < 17)
+    return 0;
+  struct tid_ts *v = malloc(n * sizeof *v);
+  uint64_t *gaps = malloc(n * sizeof *gaps);
+  double hz = 0;
+  if (v && gaps) {
+    for (size_t i = 0; i < n; i++)
+      v[i] = (struct tid_ts){m->samples[i].tid, m->samples[i].ts};
+    qsort(v, n, sizeof *v, tid_ts_cmp);
+    size_t ng = 0;
+    for (size_t i = 1; i < n; i++) /* equal times: one capture's weight */
+      if (v[i].tid == v[i - 1].tid && v[i].ts > v[i - 1].ts)
+        gaps[ng++] = v[i].ts - v[i - 1].ts;
+    if (ng >= 16) {
+      qsort(gaps, ng, sizeof *gaps, u64_cmp);
+      double raw = 1e9 / (double)gaps[ng / 4];
+      double scale = pow(10, floor(log10(raw)) - 1);
+      hz = round(raw / scale) * scale;
+    }
+  }
+  free(v);
+  free(gaps);
+  return hz;
+}

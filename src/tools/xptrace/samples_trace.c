@@ -73,6 +73,12 @@ enum {
   PS_CALLSTACK = 4,
   PS_CPU_MODE = 5,
   CPU_MODE_USER = 2,
+  /* TracePacketDefaults.perf_sample_defaults.timebase: the rate */
+  TP_DEFAULTS = 59,
+  DEF_PERF_SAMPLE = 12,
+  PSD_TIMEBASE = 1,
+  TB_FREQUENCY = 2,
+  TB_NAME = 10,
 };
 
 /* Sequence ids of the events trace are 1..127 and ((pid & 0x7fff) + 1)
@@ -293,7 +299,17 @@ static int rec_cmp(const void *a, const void *b) {
 
 /* A new sequence: its first packet clears the incremental state (and
  * anchors MONOTONIC to BOOTTIME, the same snapshot on each). */
-static void sequence_start(writer_t *w, pid_t pid, uint64_t mono, uint64_t boot) {
+/* The rate the samples were taken at and of which clock, for readers
+ * that turn samples into time (report --format pprof). */
+static void sample_rate(const xs_session_t *s, uint64_t *hz, const char **clock) {
+  *hz = (uint64_t)(s->o.hz + 0.5), *clock = "cputime";
+  if (s->o.clock_hz[XS_CPUTIME] > 0)
+    *hz = (uint64_t)(s->o.clock_hz[XS_CPUTIME] + 0.5);
+  else if (s->o.clock_hz[XS_REALTIME] > 0 && !s->o.realtime_us)
+    *hz = (uint64_t)(s->o.clock_hz[XS_REALTIME] + 0.5), *clock = "realtime";
+}
+
+static void sequence_start(writer_t *w, const xs_session_t *s, pid_t pid, uint64_t mono, uint64_t boot) {
   interned_close(w);
   w->seq = samples_seq(pid);
   free(w->names.key);
@@ -308,6 +324,19 @@ static void sequence_start(writer_t *w, pid_t pid, uint64_t mono, uint64_t boot)
   pb_uint(&w->b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
   pb_uint(&w->b, TP_SEQ, w->seq);
   pb_uint(&w->b, TP_SEQ_FLAGS, SEQ_CLEARED);
+  uint64_t hz;
+  const char *clock;
+  sample_rate(s, &hz, &clock);
+  if (hz) {
+    size_t d = pb_open(&w->b, TP_DEFAULTS);
+    size_t psd = pb_open(&w->b, DEF_PERF_SAMPLE);
+    size_t tb = pb_open(&w->b, PSD_TIMEBASE);
+    pb_uint(&w->b, TB_FREQUENCY, hz);
+    pb_string(&w->b, TB_NAME, clock);
+    pb_close(&w->b, tb);
+    pb_close(&w->b, psd);
+    pb_close(&w->b, d);
+  }
   size_t cs = pb_open(&w->b, TP_CLOCK_SNAPSHOT);
   size_t c = pb_open(&w->b, CS_CLOCKS);
   pb_uint(&w->b, CLK_ID, CLOCK_BOOTTIME_ID);
@@ -436,7 +465,7 @@ bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
     } else {
       pid = pids[--npids];
     }
-    sequence_start(&w, pid, mono, boot);
+    sequence_start(&w, s, pid, mono, boot);
     descriptors(&w, s, pid);
     intern_used(&w, s, idx + at, end - at, ++stamp, stack_mark, frame_mark, mapping_of, first);
     for (; at < end; ++at) {
