@@ -131,14 +131,18 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
     free(rings);
     return 1;
   }
-  size_t ncpu_rings = nrings, nthreads = 0;
+  size_t ncpu_rings = nrings, nthreads = 0, nseen = 0;
+  int open_err = 0;
   if (o->off_cpu || o->realtime) {
     /* As for a command (sample_perf.c), on each running thread. */
     if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
-      nrings = offcpu_attach_rings(o, s.off, pids, n, &rings, nrings, &nthreads);
-    if (nrings == ncpu_rings) {
+      nrings = offcpu_attach_rings(o, s.off, pids, n, &rings, nrings, &nthreads, &nseen, &open_err);
+    if (nrings == ncpu_rings)
       offcpu_unavailable(o, &s.off);
-    }
+    else if (open_err) /* e.g. EMFILE: one descriptor per thread and CPU */
+      fprintf(stderr, "xptrace sample: %zu of %zu attached thread(s) followed off CPU; some context-switch "
+              "events could not be opened (perf_event_open: %s)%s\n", nthreads, nseen, strerror(open_err),
+              open_err == EMFILE || open_err == ENFILE ? ": raise the open-file limit (ulimit -n)" : "");
     s.period_us = (uint64_t)(1e6 / effective_hz(o) + 0.5);
   }
   reader_t rd;

@@ -178,7 +178,7 @@ static void keep_fd(offcpu_t *oc, int fd) {
 }
 
 size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_t *pids, size_t npids,
-                           ring_t **rings, size_t n, size_t *nthreads) {
+                           ring_t **rings, size_t n, size_t *nthreads, size_t *nseen, int *err) {
   struct perf_event_attr a;
   switch_attr(o, &a, true);
   long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -194,7 +194,8 @@ size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_
     return n;
   for (long cpu = 0; cpu < ncpu; ++cpu)
     ring_fd[cpu] = -1;
-  *nthreads = 0;
+  *nthreads = *nseen = 0;
+  *err = 0;
   for (size_t i = 0; i < npids; ++i) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
@@ -203,12 +204,16 @@ size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_
     while (d && (e = readdir(d)) != NULL) {
       pid_t tid = (pid_t)atoi(e->d_name);
       bool any = false;
+      *nseen += tid > 0;
       for (long cpu = 0; tid > 0 && cpu < ncpu; ++cpu) {
         /* Per thread and CPU: the kernel maps no inherited event that
          * follows a thread across CPUs; inherit takes its new threads. */
         int fd = (int)syscall(SYS_perf_event_open, &a, tid, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+          if (errno != ESRCH && errno != ENODEV) /* ended meanwhile; an offline CPU */
+            *err = errno;
           continue;
+        }
         if (ring_fd[cpu] < 0 && map_ring(fd, &r[n])) {
           ring_fd[cpu] = fd;
           n++;

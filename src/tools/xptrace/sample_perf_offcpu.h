@@ -19,10 +19,11 @@ void offcpu_unavailable(const sample_perf_opts_t *o, offcpu_t **oc);
 size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings, size_t n);
 /* Attaching: one context-switch event per thread of `pids` and CPU (each
  * inherited: the threads they start), writing into one ring per CPU
- * appended to *rings (n of them); returns the new count and the threads
- * covered in *nthreads.  `oc` keeps the events' other descriptors. */
+ * appended to *rings (n of them); returns the new count, the threads
+ * covered in *nthreads of *nseen, and the last open's errno in *err (0:
+ * none failed).  `oc` keeps the events' other descriptors. */
 size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_t *pids, size_t npids,
-                           ring_t **rings, size_t n, size_t *nthreads);
+                           ring_t **rings, size_t n, size_t *nthreads, size_t *nseen, int *err);
 /* A switch-out sample or a switch record: true when it was one. */
 bool offcpu_record(perf_state_t *s, const struct perf_event_header *hdr);
 /* A thread ended: its last switch-out has no switch-in. */
