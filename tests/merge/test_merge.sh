@@ -233,8 +233,10 @@ processes)
   # of the merged trace and of the samples trace agree, and each process's
   # samples are those of samples.folded (never counted twice).
   printf 'int f(int x) { return x * 2; }\nint main(void) { return f(1); }\n' >t.c
-  # 100 Hz: some of the five usually get no sample (each is still listed)
-  "$xptrace" run --sample -o run -- gcc t.c -o t.out >run.out 2>run.err
+  # 1 kHz: the compile's ~40 ms of CPU time gave 0 samples at 100 Hz once
+  # (ASan build, loaded machine: 4.7 expected); some of the five may still
+  # get none (each is still listed)
+  "$xptrace" run --sample -f 1000 -o run -- gcc t.c -o t.out >run.out 2>run.err
   [ $? = 0 ] || fail "run: $(cat run.err)"
   nproc=$(sed -n 's/.* sampled in \([0-9]*\) processes$/\1/p' run.err)
   [ "$nproc" = 5 ] || fail "gcc ran $nproc processes, not 5: $(cat run.err)"
