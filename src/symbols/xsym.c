@@ -1,6 +1,7 @@
 /* Symbols with libdwfl/libdw: one offline Dwfl per file, looked up by
  * file offset; inlined frames from the DWARF scopes at the address. */
 #include "xsym.h"
+#include "xsym_plt.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -450,6 +451,13 @@ static size_t resolve(xsym_t *x, xsym_module_t *m, uint64_t off, xsym_frame_t *o
   for (size_t i = 0; i < k; ++i)
     if (!out[i].function)
       out[i].function = str_intern(&x->strings, "[unknown]");
+  char plt[1024];
+  GElf_Addr bias;
+  Elf *elf = k == 0 && m->mod && !m->mismatch ? dwfl_module_getelf(m->mod, &bias) : NULL;
+  if (elf && offset_to_addr(m->mod, off, &addr) && xsym_plt_name(elf, addr - bias, plt, sizeof plt)) {
+    out[0] = (xsym_frame_t){str_intern(&x->strings, plt), NULL, 0, false};
+    k = 1;
+  }
   if (k == 0 || !out[k - 1].function) {
     /* No name: the function's start from the unwind tables, so that the
      * addresses of one function of a stripped library are one row. */

@@ -154,6 +154,30 @@ elif mode == "early":
         # The bug cut about half; a deep import stack can outgrow the 16 KiB
         # stack copy (said: "ended early"), 8 of 250 in one loaded run.
         c.check(rc == 0 and total(st) >= 50 and complete(st) >= 90, f"python3 imports: {err} {st}")
+elif mode == "plt":
+    # Calls through the PLT: a sample in a stub is "labs@plt", as objdump
+    # and perf name it (it was "<file>+0x1020", every stub one row).
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("SKIP [perf-plt]: no C compiler")
+        sys.exit(77)
+    src, exe = os.path.join(scratch, "pltcall.c"), os.path.join(scratch, "pltcall")
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <stdlib.h>\n"
+                "__attribute__((noinline)) static long spin(long n) {\n"
+                "  long t = 0;\n  for (long i = 0; i < n; ++i) t += labs(i - n / 2);\n  return t;\n}\n"
+                "int main(void) { printf(\"%ld\\n\", spin(80000000)); return 0; }\n")
+    subprocess.run([cc, "-O2", "-g", "-fno-builtin", "-o", exe, src], check=True)
+    dis = subprocess.run(["objdump", "-d", exe], capture_output=True, text=True).stdout
+    c.check("<labs@plt>:" in dis, "objdump names no labs@plt stub: the fixture has no PLT call")
+    rc, out, err, st = sample("plt", exe)
+    n = total(st)
+    stub = sum(k for f, k in st if f[-1] == "labs@plt")
+    print(f"labs@plt {stub} of {n} samples")
+    c.check(rc == 0 and n >= 50, f"exit {rc}, {n} samples: {err}")
+    c.check(stub >= n * 0.05, f"labs@plt self {stub} of {n}: {st}")
+    c.check(not any(x.startswith("pltcall+0x") for f, _ in st for x in f), f"unnamed stub frames: {st}")
+    c.check(unwound([(f, k) for f, k in st if f[-1] == "labs@plt"]), f"stubs' callers lost: {st}")
 elif mode == "nosym":
     # A stripped plugin whose hot function is local (no symbol left):
     # module+0xoffset, one row at the function's start in the file (its
