@@ -75,9 +75,11 @@ bool xsym_plt_name(Elf *elf, GElf_Addr addr, char *buf, size_t len) {
   size_t at = (size_t)(addr - sh.sh_addr) / entry * entry;
   GElf_Addr slot;
   const char *name;
-  if (at + entry > sh.sh_size ||
-      !stub_slot((const uint8_t *)d->d_buf + at, entry, sh.sh_addr + at, &slot) ||
-      !(name = slot_symbol(elf, slot)))
+  if (at + entry > sh.sh_size)
     return false;
+  /* No named slot: the lazy binder's stub (.plt's first), "[plt]". */
+  if (!stub_slot((const uint8_t *)d->d_buf + at, entry, sh.sh_addr + at, &slot) ||
+      !(name = slot_symbol(elf, slot)))
+    return (size_t)snprintf(buf, len, "[plt]") < len;
   return (size_t)snprintf(buf, len, "%s@plt", name) < len;
 }

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The name of the PLT stub at `addr` (an ELF address of `elf`) into buf,
- * "target@plt"; false when addr is not in a stub whose jump names a
- * relocated slot (the resolver's stub, another machine). */
+/* The name of the PLT stub at `addr` (an ELF address of `elf`) into buf:
+ * "target@plt", or "[plt]" for the lazy binder's stub (no named slot);
+ * false when addr is in no PLT section (or the machine is not x86-64). */
 bool xsym_plt_name(Elf *elf, GElf_Addr addr, char *buf, size_t len);
 
 #endif /* XSYM_PLT_H */
