@@ -43,6 +43,7 @@ static struct {
   double load_max, load_typical; /* the worst such window's wait fraction, its median */
   double load_hist[CAUSAL_LOAD_HISTORY]; /* the last windows' wait fractions */
   int load_n;
+  uint64_t busy_run, busy_wait; /* all measured windows' runnable time and its wait */
   atomic_bool active; /* sampling threads */
   bool started;
   pthread_t thread;
@@ -244,6 +245,8 @@ static bool load_disturbed(uint64_t run, uint64_t wait) {
   if (run == 0 || wait > run)
     return false; /* no sample (a program that waits), or no schedstat */
   double frac = (double)wait / (double)run;
+  X.busy_run += run;
+  X.busy_wait += wait;
   int n = X.load_n < CAUSAL_LOAD_HISTORY ? X.load_n : CAUSAL_LOAD_HISTORY;
   bool out = causal_load_outlier(X.load_hist, n, frac);
   if (out && frac > X.load_max) { /* for the line at exit */
@@ -381,6 +384,15 @@ __attribute__((destructor)) static void causal_unload(void) {
             "waited for a CPU up to %.0f %% of their runnable time, about %.0f %% in the "
             "windows around them)\n",
             X.load_discarded, 100 * X.load_max, 100 * X.load_typical);
+  /* More runnable threads than CPUs (other work, or the program's own):
+   * a delay paid there changes how the scheduler shares the CPUs, which a
+   * real speedup does not, and predictions move (docs/causal.md, Limits). */
+  double busy = X.busy_run ? (double)X.busy_wait / (double)X.busy_run : 0;
+  if (busy >= CAUSAL_BUSY_WARN)
+    xpt_msg("xptrace: causal: the program's threads waited for a CPU %.0f %% of their runnable "
+            "time (more runnable threads than CPUs): predictions are less exact there (up to "
+            "30 points measured at 2 busy processes per core; docs/causal.md, Limits)\n",
+            100 * busy);
   causal_lines_t *tab = atomic_load(&X.table);
   for (size_t i = 0; tab && i < tab->nnames; ++i) {
     uint64_t n = atomic_load(&X.line_samples[i]);

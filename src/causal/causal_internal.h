@@ -113,6 +113,11 @@ extern causal_point_t causal_points[CAUSAL_MAX_POINTS];
 extern atomic_int causal_npoints;
 coz_counter_t *causal_point_get(int type, const char *name);
 
+/* The share of runnable time spent waiting for a CPU above which the
+ * exit line says predictions are less exact: a quarter (a quiet machine's
+ * runs wait a few %, 2 busy processes per core make it about 2/3). */
+#define CAUSAL_BUSY_WARN 0.25
+
 /* ---- settings --------------------------------------------------------------- */
 
 typedef struct {

@@ -535,6 +535,33 @@ def relay(mode):
                  "(%+d %% on an idle machine)" % (mode, tag, sp, pred, truth, ideal))
 
 
+def scenario_busy():
+    """Two busy processes per CPU beside the program: its threads wait for
+    a CPU about 2/3 of their runnable time, and the exit line says so (a
+    delay there changes how the scheduler shares the CPUs; bench/causal
+    measured errors up to 30 points)."""
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        print("SKIP: no /proc/thread-self/schedstat (kernel without schedstats)")
+        sys.exit(77)
+    cpus = len(os.sched_getaffinity(0))
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2 * cpus)]
+    try:
+        rc, so, se, out = causal(["--window", "100"], [fixture("causal_fixture"), str(ROUNDS)])
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    if rc != 0:
+        fail("status %d: %s" % (rc, se))
+    expect_own_output(so, ROUNDS)
+    m = re.search(r"threads waited for a CPU (\d+) % of their runnable time", se)
+    # 2 threads of the fixture and 2n busy loops on n CPUs: ~1 - n/(2n+2).
+    if not m or int(m.group(1)) < 25:
+        fail("no busy-machine line (or under 25 %%) with %d busy loops on %d CPUs: %s"
+             % (2 * cpus, cpus, se))
+    print("busy: %s %% waited" % m.group(1))
+
+
 def scenario_futex():
     relay("futex")
 
