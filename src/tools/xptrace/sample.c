@@ -29,8 +29,8 @@
 /* The one table of sample's options: the parser's, --help's, avail's and
  * docs/sampler.md's (`xptrace avail --markdown sample`).  The timer
  * method's library reads variables: the options that set one name it. */
-enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION,
-       OPT_OFF_CPU };
+enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE,
+       OPT_DURATION, OPT_OFF_CPU };
 static const struct xopt sample_opts[] = {
     {"freq", 'f', required_argument, "HZ",
      "samples per second of each thread's clock; timer method: sets XPTRACE_SAMPLE_FREQ",
