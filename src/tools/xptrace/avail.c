@@ -20,25 +20,29 @@
 #include "xptrace_cmds.h"
 
 static const char usage_avail[] =
-    "usage: xptrace avail [--markdown [env|run|report|merge]]\n"
+    "usage: xptrace avail [--markdown [env|run|sample|causal|report|merge]]\n"
     "List the collectors (and whether their library is found), the options' and the\n"
     "environment variables' defaults, and the trace point and event types.\n"
     "  --markdown [TABLE]  one table as Markdown: the environment variables (env, the\n"
-    "                      default) or a subcommand's options (docs/xptrace.md's and\n"
-    "                      docs/report.md's are these)\n";
+    "                      default) or a subcommand's options (the tables of docs/\n"
+    "                      xptrace.md, sampler.md, causal.md, report.md, merge.md)\n";
 
 /* The subcommands whose options are a table (options.h). */
-static const struct xopt_cmd *const option_tables[] = {&xopt_run, &xopt_report, &xopt_merge};
+static const struct xopt_cmd *const option_tables[] = {&xopt_run, &xopt_sample, &xopt_causal,
+                                                       &xopt_report, &xopt_merge};
 
 /* The one list of the variables and their defaults: `avail` prints it,
  * and docs/xptrace.md's table is its --markdown output (tests/xptrace
  * test_docs.sh diffs them), so the two cannot disagree. */
 static const char *const env[][2] = {
-    {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run: 1)"},
-    {"XPTI_FRAMEWORK_DISPATCHER", "unset: tracing off (run: <lib>/libxptifw.so)"},
-    {"XPTI_SUBSCRIBERS", "unset: none (run: the collectors' libraries, comma list)"},
+    {"XPTI_TRACE_ENABLE", "unset = on when a dispatcher is loaded; 0/false off (run, causal --progress: "
+                          "1)"},
+    {"XPTI_FRAMEWORK_DISPATCHER", "unset: tracing off (run, causal --progress: <lib>/libxptifw.so)"},
+    {"XPTI_SUBSCRIBERS", "unset: none (run: the collectors' libraries, comma list; causal --progress: "
+                         "<lib>/libxptrace_causal.so)"},
     {"XPTI_TEXT_OUTPUT", "stderr (run -c text: <output>/text.log)"},
-    {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run: -o or ./xptrace-<command>-<pid>)"},
+    {"XPTRACE_OUTPUT", "./xptrace-<program>-<pid> (run, causal, sample's timer method: -o, else "
+                       "./xptrace-<command>-<pid>)"},
     {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
     {"XPTRACE_BUFFER_SIZE", "64M (below 64K or not a size: one message, then 64M)"},
     {"XPTRACE_MAX_SIZE", "none"},
@@ -58,9 +62,11 @@ static const char *const env[][2] = {
     {"XPTRACE_SAMPLE_CPUTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the CPU-time sampler)"},
     {"XPTRACE_SAMPLE_REALTIME_FREQ", "XPTRACE_SAMPLE_FREQ (Hz of the real-time sampler)"},
     {"XPTRACE_SAMPLE_DEPTH", "256 (frames, 1-512; sample --depth)"},
-    {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...)"},
+    {"XPTRACE_SAMPLE_PERIODS", "unset: the whole run (clock:delay:duration:cycles ...; sample --periods, "
+                               "run --periods)"},
     {"XPTRACE_SAMPLE_BUFFER_SIZE", "256M (timer method: a process's recording, reserved as used)"},
-    {"XPTRACE_FUNCTIONS", "unset: off (run --functions [REGEX]: all, or the matching names)"},
+    {"XPTRACE_FUNCTIONS", "unset: off (run --functions [REGEX]: all, or the matching names; causal "
+                          "--progress-function NAME: NAME alone)"},
     {"XPTRACE_FUNCTIONS_EXCLUDE", "unset (run --exclude REGEX)"},
     {"XPTRACE_FUNCTIONS_DEPTH", "unlimited (run --depth N)"},
     {"XPTRACE_FUNCTIONS_MIN_DURATION", "0 (run --min-duration D: 10us, 1ms)"},
@@ -72,8 +78,11 @@ static const char *const env[][2] = {
     {"XPTRACE_CAUSAL_EXPERIMENTS", "unlimited (causal --experiments)"},
     {"XPTRACE_CAUSAL_DURATION", "unlimited (causal --duration)"},
     {"XPTRACE_CAUSAL_PERIOD_US", "1000 (causal --period)"},
-    {"XPTRACE_CAUSAL_PROGRESS", "unset (causal --progress STREAM:TYPE[:NAME])"},
+    {"XPTRACE_CAUSAL_PROGRESS", "unset (comma list: causal --progress STREAM:TYPE[:NAME], causal "
+                                "--progress-function NAME)"},
     {"XPTRACE_CAUSAL_CPU_ONLY", "unset: delays by runnable time (1: by CPU period, as Coz)"},
+    {"XPTRACE_CAUSAL_SAMPLER", "perf: task-clock events (timer: CPU-time timers, also where perf "
+                               "events are refused)"},
 };
 
 /* A Markdown cell: '|', '<' (an HTML tag) and '*' escaped. */
@@ -135,7 +144,7 @@ int cmd_avail(int argc, char **argv) {
       return 0;
     }
   if (markdown)
-    return usage_error(usage_avail, "no table '%s' (env, run, report or merge)", table);
+    return usage_error(usage_avail, "no table '%s' (env, run, sample, causal, report or merge)", table);
 
   printf("Collectors (libraries in %s):\n", lib_dir);
   for (int i = 0; i < NCOLLECTORS; ++i)

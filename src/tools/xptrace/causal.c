@@ -17,36 +17,94 @@
 
 #include "causal_report.h"
 #include "xpt_files.h"
+#include "options.h"
 #include "xptrace_cmds.h"
 
-static const char usage_causal[] =
+/* The one table of causal's options: the parser's, --help's, avail's and
+ * docs/causal.md's (`xptrace avail --markdown causal`).  Most become a
+ * variable that libxptrace_causal.so reads: the option names it. */
+enum { OPT_VARIANTS = 256, OPT_SSCOPE, OPT_BSCOPE, OPT_WINDOW, OPT_EXPS, OPT_DURATION, OPT_PERIOD,
+       OPT_PFUNC, OPT_REPORT };
+static const struct xopt causal_opts[] = {
+    {"line", 'l', required_argument, "FILE:N",
+     "experiment on this line only (repeat: one variant each); sets XPTRACE_CAUSAL_LINE",
+     "experiment on this line only; FILE matches a path suffix (`src/a.c:12`, `a.c:12`); "
+     "repeated: one variant each; sets `XPTRACE_CAUSAL_LINE` (each variant's)",
+     "per experiment, a line of the last 4096 samples in scope"},
+    {"speedup", 's', required_argument, "PCT",
+     "this virtual speedup only, 0 to 100 by 5 (repeat: one variant each); alternates with 0 % "
+     "(the baseline); sets XPTRACE_CAUSAL_SPEEDUP",
+     "this virtual speedup only, 0 to 100 in steps of 5, alternating with 0 (the baseline); "
+     "repeated: one variant each; sets `XPTRACE_CAUSAL_SPEEDUP` (each variant's)",
+     "per experiment, 0 half of the time (the baseline), else 5 to 100 in steps of 5"},
+    {"variants", OPT_VARIANTS, required_argument, "N",
+     "run each configuration N times, one process each",
+     "run each configuration N times (1 to 1000), one process each ([variants](#options))", "1"},
+    {"source-scope", OPT_SSCOPE, required_argument, "GLOB",
+     "lines of these source files only; sets XPTRACE_CAUSAL_SOURCE_SCOPE",
+     "lines of matching source files only (the path or its base name); sets "
+     "`XPTRACE_CAUSAL_SOURCE_SCOPE`",
+     "every source not under `/usr/`"},
+    {"binary-scope", OPT_BSCOPE, required_argument, "GLOB",
+     "lines of these binaries only; sets XPTRACE_CAUSAL_BINARY_SCOPE",
+     "lines of matching binaries only (path or base name, e.g. `libfoo.so*`); sets "
+     "`XPTRACE_CAUSAL_BINARY_SCOPE`",
+     "the executable"},
+    {"window", OPT_WINDOW, required_argument, "MS",
+     "length of one experiment, 10 to 3600000; sets XPTRACE_CAUSAL_WINDOW_MS",
+     "one experiment's length in ms (10 to 3600000); sets `XPTRACE_CAUSAL_WINDOW_MS`", "500"},
+    {"experiments", OPT_EXPS, required_argument, "N",
+     "stop experimenting after N experiments per process; sets XPTRACE_CAUSAL_EXPERIMENTS",
+     "stop experimenting after N experiments per process; sets `XPTRACE_CAUSAL_EXPERIMENTS`",
+     "unlimited"},
+    {"duration", OPT_DURATION, required_argument, "S",
+     "stop experimenting after S seconds per process; sets XPTRACE_CAUSAL_DURATION",
+     "stop experimenting after S (whole) seconds per process; sets `XPTRACE_CAUSAL_DURATION`",
+     "unlimited"},
+    {"period", OPT_PERIOD, required_argument, "US",
+     "sample period of each thread's CPU time, 100 to 1000000; sets XPTRACE_CAUSAL_PERIOD_US",
+     "sample period of each thread's CPU time in us (100 to 1000000); sets "
+     "`XPTRACE_CAUSAL_PERIOD_US`",
+     "1000"},
+    {"progress", 'p', required_argument, "STREAM:TYPE[:NAME]",
+     "count an XPTI trace point type on a stream (e.g. opencl.graph:task_end), of events named "
+     "NAME only if given, as a progress point (repeatable; sets XPTRACE_CAUSAL_PROGRESS)",
+     "an XPTI trace point type on a stream as a progress point ([above](#progress-points)); "
+     "repeatable; sets `XPTRACE_CAUSAL_PROGRESS` (comma list) and makes the library an XPTI "
+     "subscriber (`XPTI_TRACE_ENABLE`, `XPTI_FRAMEWORK_DISPATCHER`, `XPTI_SUBSCRIBERS`)",
+     "off"},
+    {"progress-function", OPT_PFUNC, required_argument, "NAME",
+     "count the entries of function NAME, patched in the unmodified program (see "
+     "docs/functions.md); sets XPTRACE_FUNCTIONS",
+     "entries of function NAME as a progress point: preloads `libxptrace_functions.so` with "
+     "`XPTRACE_FUNCTIONS` matching NAME alone, and counts "
+     "`xptrace.functions:function_begin:NAME` as `--progress` does, in "
+     "`XPTRACE_CAUSAL_PROGRESS` ([above](#progress-points))",
+     "off"},
+    {"report", OPT_REPORT, required_argument, "FILE",
+     "rank the experiments of a profile.coz and exit",
+     "rank the experiments of a `profile.coz` again (stdout) and exit", "off"},
+    {"output", 'o', required_argument, "DIR", "output folder",
+     "output folder, as for `xptrace run`; the library gets it as `XPTRACE_OUTPUT`",
+     "`./xptrace-<command>-<pid of xptrace>`, a new folder (`-1`, `-2` ... if the name is taken)"},
+    {"verbose", 'v', no_argument, NULL, "print the environment and command before running",
+     "print every variable set and the command before running", "off"},
+    {"help", 'h', no_argument, NULL, "this help", NULL, NULL},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct xopt_cmd xopt_causal = {
+    "causal",
     "usage: xptrace causal [options] -- command [args...]\n"
     "       xptrace causal --report profile.coz\n"
     "Causal profiling: experiments inside the program virtually speed up one source\n"
     "line at a time and measure the effect on progress points (XPTRACE_PROGRESS,\n"
     "COZ_PROGRESS, latency points, or XPTI trace points with --progress).  Writes\n"
-    "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n"
-    "  -l, --line FILE:N        experiment on this line only (repeat: one variant each)\n"
-    "  -s, --speedup PCT        this virtual speedup only, 0 to 100 by 5 (repeat: one\n"
-    "                           variant each); alternates with 0 % (the baseline)\n"
-    "      --variants N         run each configuration N times, one process each\n"
-    "      --source-scope GLOB  lines of these source files only (default: all but /usr/)\n"
-    "      --binary-scope GLOB  lines of these binaries only (default: the executable)\n"
-    "      --window MS          length of one experiment (default 500)\n"
-    "      --experiments N      stop experimenting after N experiments per process\n"
-    "      --duration S         stop experimenting after S seconds per process\n"
-    "      --period US          sample period of each thread's CPU time (default 1000)\n"
-    "  -p, --progress STREAM:TYPE[:NAME]  count an XPTI trace point type on a stream\n"
-    "                           (e.g. opencl.graph:task_end), of events named NAME\n"
-    "                           only if given, as a progress point\n"
-    "      --progress-function NAME  count the entries of function NAME, patched in\n"
-    "                           the unmodified program (see docs/functions.md)\n"
-    "      --report FILE        rank the experiments of a profile.coz and exit\n"
-    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
-    "  -v, --verbose            print the environment and command before running\n"
-    "  -h, --help               this help\n"
+    "profile.coz (Coz's format, for Coz's viewer), causal.txt and causal.csv.\n",
+    causal_opts,
     "Exit status: the command's (the first failing variant's); 128+N if it was killed\n"
-    "by signal N; 2 for bad usage; 127/126 if the command cannot be run.\n";
+    "by signal N; 2 for bad usage; 127/126 if the command cannot be run.\n"};
+static char usage_causal[8192]; /* xopt_usage's, made first thing */
 
 enum { MAX_SET = 32 };
 
@@ -195,36 +253,21 @@ static int add_set(const char **set, int *n, const char *v, const char *what) {
 }
 
 int cmd_causal(int argc, char **argv) {
-  enum { OPT_VARIANTS = 256, OPT_SSCOPE, OPT_BSCOPE, OPT_WINDOW, OPT_EXPS, OPT_DURATION,
-         OPT_PERIOD, OPT_PFUNC, OPT_REPORT };
-  static const struct option longopts[] = {
-      {"line", required_argument, NULL, 'l'},
-      {"speedup", required_argument, NULL, 's'},
-      {"variants", required_argument, NULL, OPT_VARIANTS},
-      {"source-scope", required_argument, NULL, OPT_SSCOPE},
-      {"binary-scope", required_argument, NULL, OPT_BSCOPE},
-      {"window", required_argument, NULL, OPT_WINDOW},
-      {"experiments", required_argument, NULL, OPT_EXPS},
-      {"duration", required_argument, NULL, OPT_DURATION},
-      {"period", required_argument, NULL, OPT_PERIOD},
-      {"progress", required_argument, NULL, 'p'},
-      {"progress-function", required_argument, NULL, OPT_PFUNC},
-      {"report", required_argument, NULL, OPT_REPORT},
-      {"output", required_argument, NULL, 'o'},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
+  xopt_usage(&xopt_causal, usage_causal, sizeof usage_causal);
+  struct option longopts[32];
+  char shorts[32];
+  /* "+": options end at the command, whose own options are its own. */
+  xopt_getopt(&xopt_causal, longopts, 32, "+:", shorts, sizeof shorts);
   const char *lines[MAX_SET], *speedups[MAX_SET], *progress[MAX_SET];
   int nlines = 0, nspeedups = 0, nprogress = 0, rc;
   const char *sscope = NULL, *bscope = NULL, *window = NULL, *exps = NULL, *duration = NULL,
              *period = NULL, *output = NULL, *pfunc = NULL;
-  long variants = 1, v;
+  long variants = strtol(xopt_default(&xopt_causal, "variants"), NULL, 10), v;
   bool verbose = false;
   opterr = 0;
   optind = 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, "+:l:s:p:o:vh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     switch (opt) {
     case 'l':
       if (!line_spec_ok(optarg))

@@ -28,8 +28,9 @@ struct xopt_cmd {
   const char *epilog; /* after the options ('\n'-ended), NULL: none */
 };
 
-/* The subcommands whose options are tables (run.c, report.c, merge.c). */
-extern const struct xopt_cmd xopt_run, xopt_report, xopt_merge;
+/* The subcommands whose options are tables (run.c, report.c, merge.c,
+ * sample.c, causal.c). */
+extern const struct xopt_cmd xopt_run, xopt_report, xopt_merge, xopt_sample, xopt_causal;
 
 /* getopt_long's arrays: longopts (a NULL row ends it; max rows at most)
  * and the short options after `prefix` ("+:", ":"). */

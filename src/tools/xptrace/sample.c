@@ -16,6 +16,7 @@
 #include <xpti/xpti_data_types.h>
 
 #include "xpt_collector.h"
+#include "options.h"
 #include "xptrace_cmds.h"
 /* The sampler's settings parsers: the command refuses what the library
  * would ignore. */
@@ -25,37 +26,92 @@
 #include "sample_timer.h"
 #endif
 
-static const char usage_sample[] =
+/* The one table of sample's options: the parser's, --help's, avail's and
+ * docs/sampler.md's (`xptrace avail --markdown sample`).  The timer
+ * method's library reads variables: the options that set one name it. */
+enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE,
+       OPT_DURATION, OPT_OFF_CPU };
+static const struct xopt sample_opts[] = {
+    {"freq", 'f', required_argument, "HZ",
+     "samples per second of each thread's clock; timer method: sets XPTRACE_SAMPLE_FREQ",
+     "samples per second of each thread's clock (decimal, 0 < f ≤ 100000); the timer method's "
+     "library gets it as `XPTRACE_SAMPLE_FREQ`",
+     "`100`"},
+    {"method", OPT_METHOD, required_argument, "M",
+     "perf (kernel perf_event sampling from outside, CPU time) or timer (signals inside the "
+     "program, the sampler library preloaded; also --periods on several clocks)",
+     "`perf` ([below](#the-perf-method)) or `timer` ([below](#the-timer-method): "
+     "`libxptrace_sampler.so` preloaded, set by the `XPTRACE_SAMPLE_*` variables)",
+     "`perf` where the kernel allows it, else `timer` with one line saying why; `timer` for "
+     "`--clock realtime` alone or `--periods` on several clocks"},
+    {"call-graph", OPT_CALL_GRAPH, required_argument, "M",
+     "perf method: dwarf (unwind copies of the stack) or fp (frame pointers)",
+     "perf method: `dwarf` (unwind copies of the user stack) or `fp` (the kernel's frame-pointer "
+     "walk)",
+     "`dwarf`"},
+    {"no-demangle", OPT_NO_DEMANGLE, no_argument, NULL,
+     "keep C++ names as the symbol tables spell them",
+     "keep C++ names as the symbol tables spell them (`_ZN6shapes5churnImEET_l`)", "off"},
+    {"clock", OPT_CLOCK, required_argument, "CLOCK",
+     "cputime (CPU time), realtime (wall time) or both (realtime: the timer method, unless "
+     "--method perf or --off-cpu; timer method: sets XPTRACE_SAMPLE_CLOCK)",
+     "`cputime` (each thread's CPU time), `realtime` (wall time) or `both`; wall time alone takes "
+     "the timer method, with `--method perf` or `--off-cpu` the perf method's [wall-time "
+     "profile](#off-cpu-time-and-wall-time); the timer method's library gets it as "
+     "`XPTRACE_SAMPLE_CLOCK`",
+     "`cputime`"},
+    {"off-cpu", OPT_OFF_CPU, no_argument, NULL,
+     "perf method: where threads blocked and for how long, with their stacks (samples_offcpu.*; "
+     "root or paranoid <= 1)",
+     "perf method: where each thread blocked and for how long, with its stack "
+     "([below](#off-cpu-time-and-wall-time))",
+     "off"},
+    {"periods", OPT_PERIODS, required_argument, "SPEC",
+     "sample only inside time windows: space-separated clock:delay:duration:cycles (clock "
+     "realtime, cputime or process_cputime; seconds; cycles 0 = forever; timer method: sets "
+     "XPTRACE_SAMPLE_PERIODS)",
+     "sample only inside time windows (below). The perf method keeps windows on one clock "
+     "itself: `realtime` counted from the command's `exec` by the samples' time stamps, "
+     "`cputime` and `process_cputime` by the samples themselves (each process's, or its main "
+     "thread's, samples so far times the period: its CPU time as sampled, from its own start); "
+     "specs on several clocks need the timer method; its library gets them as "
+     "`XPTRACE_SAMPLE_PERIODS`",
+     "the whole run"},
+    {"depth", OPT_DEPTH, required_argument, "N",
+     "deepest stack recorded, 1 to 512 frames; timer method: sets XPTRACE_SAMPLE_DEPTH",
+     "deepest stack recorded, 1 to 512 frames; deeper stacks keep their innermost frames and the "
+     "cut is said; the timer method's library gets it as `XPTRACE_SAMPLE_DEPTH`",
+     "`256`"},
+    {"pid", 'p', required_argument, "PID[,PID...]",
+     "sample running processes (perf method, per-CPU events: root, CAP_PERFMON or "
+     "kernel.perf_event_paranoid <= 0) until they end, Ctrl-C or --duration; --off-cpu and "
+     "--clock too",
+     "sample running processes instead of a command, until they end, Ctrl-C or `--duration` "
+     "([attach](#attaching-to-a-running-process))",
+     "off"},
+    {"duration", OPT_DURATION, required_argument, "S", "with -p: stop after S seconds",
+     "with `-p`: stop after S seconds", "until they end or Ctrl-C"},
+    {"output", 'o', required_argument, "DIR", "output folder",
+     "output folder (created before the command starts); the timer method's library gets it as "
+     "`XPTRACE_OUTPUT`",
+     "`./xptrace-<command>-<pid of xptrace>` (with `-p`: the first process's name), a new folder "
+     "(`-1`, `-2` ... if the name is taken)"},
+    {"verbose", 'v', no_argument, NULL, "print the environment and command before running",
+     "print every variable set and the command before running", "off"},
+    {"help", 'h', no_argument, NULL, "this help", NULL, NULL},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct xopt_cmd xopt_sample = {
+    "sample",
     "usage: xptrace sample [options] -- command [args...]\n"
     "       xptrace sample [options] -p PID[,PID...]\n"
     "Sample the call stacks of every thread of the command (and of its forked\n"
-    "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n"
-    "  -f, --freq HZ            samples per second of each thread's clock (default 100)\n"
-    "      --method M           perf (kernel perf_event sampling from outside, CPU time;\n"
-    "                           the default where the kernel allows it) or timer (signals\n"
-    "                           inside the program; also --periods on several clocks)\n"
-    "      --call-graph M       perf method: dwarf (unwind copies of the stack, default)\n"
-    "                           or fp (frame pointers)\n"
-    "      --no-demangle        keep C++ names as the symbol tables spell them\n"
-    "      --clock CLOCK        cputime (CPU time, default), realtime (wall time) or both\n"
-    "                           (realtime: the timer method, unless --method perf or --off-cpu)\n"
-    "      --off-cpu            perf method: where threads blocked and for how long, with\n"
-    "                           their stacks (samples_offcpu.*; root or paranoid <= 1)\n"
-    "      --periods SPEC       sample only inside time windows: space-separated\n"
-    "                           clock:delay:duration:cycles (clock realtime, cputime or\n"
-    "                           process_cputime; seconds; cycles 0 = forever)\n"
-    "      --depth N            deepest stack recorded, 1 to 512 frames (default 64;\n"
-    "                           256 with the perf method)\n"
-    "  -p, --pid PID[,PID...]   sample running processes (perf method, per-CPU events: root,\n"
-    "                           CAP_PERFMON or kernel.perf_event_paranoid <= 0) until they\n"
-    "                           end, Ctrl-C or --duration; --off-cpu and --clock too\n"
-    "      --duration S         with -p: stop after S seconds\n"
-    "  -o, --output DIR         output folder (default: ./xptrace-<command>-<pid>)\n"
-    "  -v, --verbose            print the environment and command before running\n"
-    "  -h, --help               this help\n"
+    "children) and write samples.folded (flamegraph.pl, speedscope) and samples.csv.\n",
+    sample_opts,
     "Exit status: the command's; 128+N if it was killed by signal N; 2 for bad usage;\n"
-    "127 if the command cannot be found; 126 if it is a folder or not executable.\n";
-
+    "127 if the command cannot be found; 126 if it is a folder or not executable.\n"};
+static char usage_sample[8192]; /* xopt_usage's, made first thing */
 
 /* ---- sample --------------------------------------------------------------- */
 
@@ -64,6 +120,24 @@ static void sample_after(const void *ctx) {
   const char *dir = ctx;
   fprintf(stderr, "xptrace: output in %s\n", dir);
   print_sample_outputs(dir, false);
+}
+
+/* The table's default of option `name` as plain text, in buf. */
+static const char *sample_default(const char *name, char *buf, size_t len) {
+  xopt_plain(xopt_default(&xopt_sample, name), buf, len);
+  return buf;
+}
+
+/* The parsers start from the table's -f and --depth, so --help says what
+ * they do (the timer method's library, given no variable, has its own). */
+static double default_freq(void) {
+  char buf[32];
+  return strtod(sample_default("freq", buf, sizeof buf), NULL);
+}
+
+static unsigned default_depth(void) {
+  char buf[32];
+  return (unsigned)strtoul(sample_default("depth", buf, sizeof buf), NULL, 10);
 }
 
 /* xptrace sample -p PID[,PID...]: the perf method on running processes. */
@@ -91,13 +165,13 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
     list[n++] = (pid_t)v;
     p = *end ? end + 1 : end;
   }
-  double secs = 0, hz = 100;
+  double secs = 0, hz = default_freq();
   char *end;
   if (duration && ((secs = strtod(duration, &end)) <= 0 || *end))
     return usage_error(usage_sample, "duration '%s' is not a number of seconds", duration);
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
-  unsigned frames = 256;
+  unsigned frames = default_depth();
   if (depth && !sampler_parse_depth(depth, &frames))
     return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
   bool fp = strcmp(call_graph, "fp") == 0;
@@ -135,31 +209,19 @@ static int sample_attach_cmd(const char *pids, const char *duration, bool comman
 }
 
 int cmd_sample(int argc, char **argv) {
-  enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_NO_DEMANGLE, OPT_DURATION,
-         OPT_OFF_CPU };
-  static const struct option longopts[] = {
-      {"freq", required_argument, NULL, 'f'},
-      {"method", required_argument, NULL, OPT_METHOD},
-      {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
-      {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-      {"clock", required_argument, NULL, OPT_CLOCK},
-      {"periods", required_argument, NULL, OPT_PERIODS},
-      {"depth", required_argument, NULL, OPT_DEPTH},
-      {"output", required_argument, NULL, 'o'},
-      {"pid", required_argument, NULL, 'p'},
-      {"duration", required_argument, NULL, OPT_DURATION},
-      {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
+  xopt_usage(&xopt_sample, usage_sample, sizeof usage_sample);
+  struct option longopts[32];
+  char shorts[32], cg_default[16];
+  /* "+": options end at the command, whose own options are its own. */
+  xopt_getopt(&xopt_sample, longopts, 32, "+:", shorts, sizeof shorts);
   const char *freq = NULL, *clock = NULL, *periods = NULL, *depth = NULL, *output = NULL;
-  const char *method = NULL, *call_graph = "dwarf", *pids = NULL, *duration = NULL;
+  const char *method = NULL, *pids = NULL, *duration = NULL;
+  const char *call_graph = sample_default("call-graph", cg_default, sizeof cg_default);
   bool verbose = false, demangle = true, off_cpu = false;
   opterr = 0;
   optind = 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, "+:f:o:p:vh", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     switch (opt) {
     case 'f': freq = optarg; break;
     case OPT_CLOCK: clock = optarg; break;
@@ -189,13 +251,13 @@ int cmd_sample(int argc, char **argv) {
     return usage_error(usage_sample, "missing command");
   if (output && !*output)
     return usage_error(usage_sample, "empty output folder name");
-  double hz = 100;
+  double hz = default_freq();
   if (freq && !sampler_parse_freq(freq, &hz))
     return usage_error(usage_sample, "frequency '%s' is not a number of Hz (0 < f <= 100000)", freq);
   bool on[SAMPLER_NCLOCKS] = {false};
   if (clock && !sampler_parse_clock(clock, on))
     return usage_error(usage_sample, "unknown clock '%s' (cputime, realtime or both)", clock);
-  unsigned frames = 64;
+  unsigned frames = default_depth();
   if (depth && !sampler_parse_depth(depth, &frames))
     return usage_error(usage_sample, "depth '%s' is not a number of frames from 1 to 512", depth);
   bool perf = !method || strcmp(method, "perf") == 0;
@@ -246,7 +308,7 @@ int cmd_sample(int argc, char **argv) {
     fprintf(stderr, "xptrace sample: %s needs the timer method; using it\n",
             mixed_windows ? "--periods on several clocks" : "--clock realtime");
   } else if (perf) {
-    sample_perf_opts_t po = {freq ? hz : 100, depth ? frames : 256, dir, verbose, fp, demangle, 16384, NULL, 0,
+    sample_perf_opts_t po = {hz, frames, dir, verbose, fp, demangle, 16384, NULL, 0,
                              periods ? specs : NULL, periods ? nspecs : 0, off_cpu, wall};
     char why[256];
     if (sample_perf_available(&po, why, sizeof why))
