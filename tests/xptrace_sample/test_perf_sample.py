@@ -87,6 +87,12 @@ if mode == "default":
     c.check("samples per CPU-second" in err and "LD_PRELOAD" not in err, err)
     c.check(share(st, "main_spin") >= 95, f"main_spin {share(st, 'main_spin'):.1f}%: {st}")
     c.check(unwound(st), f"stacks not unwound to _start: {st}")
+    # No -f: XPTRACE_SAMPLE_FREQ sets the rate, as for run --sample (the
+    # perf method ignored it: 100 per CPU-second where 1000 was asked).
+    rc, out, err = xp("sample", "-o", "envf", "--", work, "exit",
+                      env=dict(os.environ, XPTRACE_SAMPLE_FREQ="1000"))
+    m = re.search(r"(\d+) samples per CPU-second", err)
+    c.check(m and int(m.group(1)) >= 500, f"XPTRACE_SAMPLE_FREQ=1000 without -f: {err}")
 elif mode == "closefds":
     # The program closes stdout and stderr: the launcher still reports.
     rc, out, err, st = sample("c", work, "closefds")

@@ -34,8 +34,9 @@ enum { OPT_CLOCK = 256, OPT_PERIODS, OPT_DEPTH, OPT_METHOD, OPT_CALL_GRAPH, OPT_
 static const struct xopt sample_opts[] = {
     {"freq", 'f', required_argument, "HZ",
      "samples per second of each thread's clock; timer method: sets XPTRACE_SAMPLE_FREQ",
-     "samples per second of each thread's clock (decimal, 0 < f ≤ 100000); the timer method's "
-     "library gets it as `XPTRACE_SAMPLE_FREQ`",
+     "samples per second of each thread's clock (decimal, 0 < f ≤ 100000); without it "
+     "`XPTRACE_SAMPLE_FREQ` where set (both methods); the timer method's library gets it as that "
+     "variable",
      "`100`"},
     {"method", OPT_METHOD, required_argument, "M",
      "perf (kernel perf_event sampling from outside, CPU time) or timer (signals inside the "
@@ -80,7 +81,8 @@ static const struct xopt sample_opts[] = {
     {"depth", OPT_DEPTH, required_argument, "N",
      "deepest stack recorded, 1 to 512 frames; timer method: sets XPTRACE_SAMPLE_DEPTH",
      "deepest stack recorded, 1 to 512 frames; deeper stacks keep their innermost frames and the "
-     "cut is said; the timer method's library gets it as `XPTRACE_SAMPLE_DEPTH`",
+     "cut is said; without it `XPTRACE_SAMPLE_DEPTH` where set (both methods); the timer method's "
+     "library gets it as that variable",
      "`256`"},
     {"pid", 'p', required_argument, "PID[,PID...]",
      "sample running processes (perf method, per-CPU events: root, CAP_PERFMON or "
@@ -244,6 +246,16 @@ int cmd_sample(int argc, char **argv) {
     }
     }
   }
+  /* As `run --sample`: the variables set the rate and depth of both
+   * methods where no option does (the perf method ignored them, and the
+   * timer method's launcher assumed 100 Hz for the library's rate). */
+  double env_hz;
+  unsigned env_frames;
+  const char *env_freq = getenv("XPTRACE_SAMPLE_FREQ"), *env_depth = getenv("XPTRACE_SAMPLE_DEPTH");
+  if (!freq && env_freq && sampler_parse_freq(env_freq, &env_hz))
+    freq = env_freq;
+  if (!depth && env_depth && sampler_parse_depth(env_depth, &env_frames))
+    depth = env_depth;
   if (pids || duration)
     return sample_attach_cmd(pids, duration, optind < argc, freq, method, clock, periods, depth, call_graph,
                              output, verbose, demangle, off_cpu);
