@@ -32,6 +32,11 @@
 /* Clock ids (Perfetto's builtin clocks); 64..127 are sequence-scoped. */
 enum { PT_CLOCK_REALTIME = 1, PT_CLOCK_MONOTONIC = 3, PT_CLOCK_BOOTTIME = 6 };
 
+/* The category of the off-CPU slices `xptrace sample --off-cpu` writes on
+ * thread tracks: time the thread was blocked, not a traced call (readers
+ * that total trace-point time leave them out). */
+#define PT_OFFCPU_CATEGORY "xptrace.offcpu"
+
 /* What a packet is (the data field it carries). */
 enum pt_packet_kind {
   PT_PKT_OTHER = 0, /* nothing decoded: only seq_id, ts, flags, raw bytes */

@@ -25,7 +25,12 @@
  *               what each part really took: the truth under load)
  *   offcpu N wait  the same, both threads started and named but waiting
  *               for a line on stdin, after "ready" (attaching to threads
- *               that run already, their whole work in the window)
+ *               that run already, their whole work in the window);
+ *               both print "tid waiter=TID holder=TID"
+ *   many N      N threads named "many" started, waiting for a line on
+ *               stdin after "ready", then each sleeps 5 ms in many_sleep
+ *               (nanosleep) and spins 10 ms of CPU in many_spin; prints
+ *               "threads N+1" (with main) and "cpu many=S"
  * Prints "cpu NAME=SECONDS ..." on stdout: the threads' CPU times (for
  * short: the long thread, all short threads together, and main). */
 #include <fcntl.h>
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,6 +199,7 @@ static int run_read(void) {
 static double t_start;
 static int ncycles = 25;
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static long waiter_tid, holder_tid;
 
 static void sleep_until(double t) {
   struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
@@ -235,6 +242,7 @@ static void wait_go(void) {
 static void *waiter(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "waiter");
+  waiter_tid = syscall(SYS_gettid);
   wait_go();
   /* What each part really took: on a loaded machine a preempted thread
    * leaves wait_compute late and sleeps less. */
@@ -256,6 +264,7 @@ static void *waiter(void *arg) {
 static void *holder(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "holder");
+  holder_tid = syscall(SYS_gettid);
   wait_go();
   for (int k = 0; k < ncycles; ++k) {
     double c = t_start + 0.040 * k;
@@ -287,6 +296,61 @@ static int run_offcpu(bool wait) {
   }
   pthread_join(w, NULL);
   pthread_join(h, NULL);
+  printf("tid waiter=%ld holder=%ld\n", waiter_tid, holder_tid);
+  return 0;
+}
+
+/* many: threads that each block once and compute a little (attaching
+ * with too few file descriptors for all of them). */
+static double many_cpu;
+
+__attribute__((noinline)) void many_sleep(void) {
+  struct timespec ts = {0, 5000000};
+  nanosleep(&ts, NULL);
+}
+
+__attribute__((noinline)) void many_spin(void) {
+  volatile uint64_t x = 1;
+  double t0 = thread_cpu();
+  while (thread_cpu() - t0 < 0.010)
+    for (int i = 0; i < 2000; ++i)
+      x = x * 6364136223846793005ull + 19;
+}
+
+static void *many_thread(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "many");
+  wait_go();
+  many_sleep();
+  many_spin();
+  double c = thread_cpu();
+  pthread_mutex_lock(&lock);
+  many_cpu += c;
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+static int run_many(int n) {
+  pthread_t *t = calloc((size_t)n, sizeof *t);
+  if (!t)
+    return 2;
+  go = false;
+  for (int i = 0; i < n; ++i)
+    if (pthread_create(&t[i], NULL, many_thread, NULL) != 0)
+      return 2;
+  char line[16];
+  printf("ready\n");
+  fflush(stdout);
+  if (!fgets(line, sizeof line, stdin))
+    return 2;
+  pthread_mutex_lock(&go_lock);
+  go = true;
+  pthread_cond_broadcast(&go_cond);
+  pthread_mutex_unlock(&go_lock);
+  for (int i = 0; i < n; ++i)
+    pthread_join(t[i], NULL);
+  free(t);
+  printf("threads %d\ncpu many=%.6f\n", n + 1, many_cpu);
   return 0;
 }
 
@@ -311,6 +375,8 @@ int main(int argc, char **argv) {
     ncycles = argc > 2 ? atoi(argv[2]) : 25;
     return ncycles > 0 ? run_offcpu(argc > 3 && strcmp(argv[3], "wait") == 0) : 2;
   }
+  if (strcmp(mode, "many") == 0 && argc > 2 && atoi(argv[2]) > 0)
+    return run_many(atoi(argv[2]));
   fprintf(stderr, "usage: shape_work short N MS | read MS | loop S\n");
   return 2;
 }

@@ -83,7 +83,9 @@ static int load_reader(struct rp_model *m, struct pt_reader *r, const char *path
                        p.track.counter_incremental, counter_unit(&p));
       break;
     case PT_PKT_EVENT:
-      if (!p.event.track || !p.has_ts)
+      /* Off-CPU slices (sample --off-cpu) are blocked time, not traced
+       * calls: their time comes from samples_offcpu.folded (load_offcpu) */
+      if (!p.event.track || !p.has_ts || strcmp(p.event.category, PT_OFFCPU_CATEGORY) == 0)
         break;
       if (p.event.type == PT_EV_COUNTER || p.event.has_counter)
         rp_counter_value(m, p.event.track, p.ts,

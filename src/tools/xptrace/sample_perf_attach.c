@@ -137,9 +137,14 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
     /* As for a command (sample_perf.c), on each running thread. */
     if (s.kernel && !o->fp && (s.off = offcpu_new(o->depth)) != NULL)
       nrings = offcpu_attach_rings(o, s.off, pids, n, &rings, nrings, &nthreads, &nseen, &open_err);
-    if (nrings == ncpu_rings)
+    bool partial = open_err && nthreads < nseen;
+    if (nrings == ncpu_rings && !partial)
       offcpu_unavailable(o, &s.off);
-    else if (open_err) /* e.g. EMFILE: one descriptor per thread and CPU */
+    else if (nrings == ncpu_rings) { /* none followed: not the permission's fault */
+      offcpu_free(s.off);
+      s.off = NULL;
+    }
+    if (partial) /* e.g. EMFILE: one descriptor per thread and CPU */
       fprintf(stderr, "xptrace sample: %zu of %zu attached thread(s) followed off CPU; some context-switch "
               "events could not be opened (perf_event_open: %s)%s\n", nthreads, nseen, strerror(open_err),
               open_err == EMFILE || open_err == ENFILE ? ": raise the open-file limit (ulimit -n)" : "");

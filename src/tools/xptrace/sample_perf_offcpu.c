@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -196,6 +197,12 @@ size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_
     ring_fd[cpu] = -1;
   *nthreads = *nseen = 0;
   *err = 0;
+  /* Descriptors held back from the events for what comes after them:
+   * /proc reads, the unwinder's and symbolizer's files, the outputs
+   * (without these, at ulimit -n 40 and 31 threads nothing was written). */
+  int spare[OFFCPU_SPARE_FDS];
+  for (size_t k = 0; k < OFFCPU_SPARE_FDS; ++k)
+    spare[k] = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (size_t i = 0; i < npids; ++i) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
@@ -230,6 +237,9 @@ size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_
     if (d)
       closedir(d);
   }
+  for (size_t k = 0; k < OFFCPU_SPARE_FDS; ++k)
+    if (spare[k] >= 0)
+      close(spare[k]);
   free(ring_fd);
   return n;
 }

@@ -21,7 +21,9 @@ size_t offcpu_open_rings(const sample_perf_opts_t *o, pid_t pid, ring_t **rings,
  * inherited: the threads they start), writing into one ring per CPU
  * appended to *rings (n of them); returns the new count, the threads
  * covered in *nthreads of *nseen, and the last open's errno in *err (0:
- * none failed).  `oc` keeps the events' other descriptors. */
+ * none failed).  `oc` keeps the events' other descriptors.  The events
+ * leave OFFCPU_SPARE_FDS descriptors free under the open-file limit. */
+#define OFFCPU_SPARE_FDS 32
 size_t offcpu_attach_rings(const sample_perf_opts_t *o, offcpu_t *oc, const pid_t *pids, size_t npids,
                            ring_t **rings, size_t n, size_t *nthreads, size_t *nseen, int *err);
 /* A switch-out sample or a switch record: true when it was one. */

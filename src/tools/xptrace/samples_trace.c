@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pt_internal.h"
+#include "pt_read.h"
 #include "xpt_files.h"
 
 /* Field numbers of the Perfetto format (protos/perfetto/trace/...). */
@@ -79,6 +80,18 @@ enum {
   PSD_TIMEBASE = 1,
   TB_FREQUENCY = 2,
   TB_NAME = 10,
+  /* TrackEvent: the off-CPU slices */
+  TP_TRACK_EVENT = 11,
+  TE_TYPE = 9,
+  TE_TRACK = 11,
+  TE_NAME = 23,
+  TE_CATEGORY = 22,
+  TE_ANNOTATION = 4,
+  TE_SLICE_BEGIN = 1,
+  TE_SLICE_END = 2,
+  DA_NAME = 10,
+  DA_UINT = 3,
+  DA_STRING = 6,
 };
 
 /* Sequence ids of the events trace are 1..127 and ((pid & 0x7fff) + 1)
@@ -416,6 +429,107 @@ static void intern_used(writer_t *w, const xs_session_t *s, const uint32_t *idx,
   interned_close(w);
 }
 
+/* Off-CPU records by process, thread, then time: one thread's slices in
+ * order, so that each can be clipped at the next one's begin. */
+static int off_cmp(const void *a, const void *b) {
+  const xs_rec_t *x = &sort_session->recs[*(const uint32_t *)a], *y = &sort_session->recs[*(const uint32_t *)b];
+  if (x->pid != y->pid)
+    return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+/* Opens a packet of a slice's begin or end on `track`: its TrackEvent's
+ * mark in *te, the packet's returned (close both). */
+static size_t slice_event(writer_t *w, uint64_t ts, uint64_t track, int type, size_t *te) {
+  size_t pk = pb_open(&w->b, TRACE_PACKET);
+  pb_uint(&w->b, TP_TIMESTAMP, ts);
+  pb_uint(&w->b, TP_TS_CLOCK, CLOCK_MONOTONIC_ID);
+  pb_uint(&w->b, TP_SEQ, w->seq);
+  pb_uint(&w->b, TP_SEQ_FLAGS, SEQ_NEEDS_STATE);
+  *te = pb_open(&w->b, TP_TRACK_EVENT);
+  pb_uint(&w->b, TE_TYPE, (uint64_t)type);
+  pb_uint(&w->b, TE_TRACK, track);
+  /* On the end too (as the SDK's TRACE_EVENT_END does): readers know
+   * which ends close an off-CPU slice without pairing them. */
+  pb_string(&w->b, TE_CATEGORY, PT_OFFCPU_CATEGORY);
+  return pk;
+}
+
+/* Appends `name` and a newline to the growing text; false when out of memory. */
+static bool text_add(char **text, size_t *cap, size_t *len, const char *name) {
+  size_t n = strlen(name);
+  if (*len + n + 2 > *cap) {
+    size_t c = 2 * (*len + n + 2);
+    char *t = realloc(*text, c);
+    if (!t)
+      return false;
+    *text = t, *cap = c;
+  }
+  if (*len)
+    (*text)[(*len)++] = '\n';
+  memcpy(*text + *len, name, n + 1);
+  *len += n;
+  return true;
+}
+
+/* One slice per off-CPU interval (recs[off[0..n)], one process, sorted by
+ * off_cmp) on its thread's track: from the switch-out for the time it was
+ * blocked, named after the innermost user frame ("off-CPU: nanosleep"),
+ * its stack innermost first as the annotation "stack", one frame a line.
+ * The microseconds are rounded: a slice ending after the thread's next
+ * switch-out is cut there, so that a track's slices never overlap. */
+static void offcpu_slices(writer_t *w, const xs_session_t *s, const uint32_t *off, size_t n) {
+  char *text = NULL;
+  size_t cap = 0;
+  for (size_t i = 0; i < n && !w->failed; ++i) {
+    const xs_rec_t *r = &s->recs[off[i]];
+    uint64_t end = r->t + r->weight * 1000u;
+    if (i + 1 < n && s->recs[off[i + 1]].tid == r->tid && s->recs[off[i + 1]].t < end)
+      end = s->recs[off[i + 1]].t;
+    if (end <= r->t)
+      continue; /* nothing left of it */
+    const xs_stack_t *st = s->stacks[r->stack];
+    const char *inner = NULL;
+    size_t len = 0;
+    bool ok = true;
+    for (uint32_t d = 0; d < st->n && ok; ++d) {
+      const xs_frm_t *f = &s->frames[st->frame[d]];
+      for (uint32_t k = 0; k < f->nsym && ok; ++k) {
+        const xs_sym_t *y = &s->syms[f->sym + k];
+        if (!inner && !(y->module && strcmp(y->module, "[kernel]") == 0))
+          inner = y->function;
+        ok = text_add(&text, &cap, &len, y->function);
+      }
+    }
+    if (ok && st->truncated)
+      ok = text_add(&text, &cap, &len, "[truncated]");
+    char name[160];
+    snprintf(name, sizeof name, "off-CPU: %s", inner ? inner : "[unknown]");
+    uint64_t track = ((uint64_t)r->pid << 32) | (uint32_t)r->tid;
+    size_t te, pk = slice_event(w, r->t, track, TE_SLICE_BEGIN, &te);
+    pb_string(&w->b, TE_NAME, name);
+    size_t da = pb_open(&w->b, TE_ANNOTATION);
+    pb_string(&w->b, DA_NAME, "blocked_us");
+    pb_uint(&w->b, DA_UINT, (end - r->t + 500) / 1000);
+    pb_close(&w->b, da);
+    if (ok && len) {
+      da = pb_open(&w->b, TE_ANNOTATION);
+      pb_string(&w->b, DA_NAME, "stack");
+      pb_string(&w->b, DA_STRING, text);
+      pb_close(&w->b, da);
+    }
+    pb_close(&w->b, te);
+    pb_close(&w->b, pk);
+    pk = slice_event(w, end, track, TE_SLICE_END, &te);
+    pb_close(&w->b, te);
+    pb_close(&w->b, pk);
+    flush(w, false);
+  }
+  free(text);
+}
+
 bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
   writer_t w = {.seq = samples_seq(s->root)};
   w.fd = xpt_create_file(s->o.dir, "samples.perfetto-trace", path, len);
@@ -429,17 +543,23 @@ bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
   uint64_t *mapping_of = calloc(s->nframes + 1, sizeof *mapping_of);
   size_t *first = calloc(s->nframes + 1, sizeof *first);
   pid_t *pids = malloc((s->nprocs + 1) * sizeof *pids);
-  if (!idx || !stack_mark || !frame_mark || !mapping_of || !first || !pids) {
+  uint32_t *off = malloc((s->nrecs + 1) * sizeof *off);
+  if (!idx || !stack_mark || !frame_mark || !mapping_of || !first || !pids || !off) {
     w.failed = true;
     errno = ENOMEM;
   }
-  size_t n = 0;
-  for (size_t i = 0; !w.failed && i < s->nrecs; ++i)
+  size_t n = 0, noff = 0;
+  for (size_t i = 0; !w.failed && i < s->nrecs; ++i) {
     if (is_sample(s, &s->recs[i]))
       idx[n++] = (uint32_t)i;
+    else if (s->recs[i].clock == XS_OFFCPU)
+      off[noff++] = (uint32_t)i;
+  }
   sort_session = s;
   if (n)
     qsort(idx, n, sizeof *idx, rec_cmp);
+  if (noff)
+    qsort(off, noff, sizeof *off, off_cmp);
   size_t npids = 0;
   for (size_t i = 0; !w.failed && i < s->nprocs; ++i) {
     size_t lo = 0, hi = n; /* idx is sorted by pid */
@@ -483,7 +603,19 @@ bool xs_write_trace(xs_session_t *s, char *path, size_t len) {
       pb_close(&w.b, pk);
       flush(&w, false);
     }
+    size_t lo = 0, hi = noff; /* this process's off-CPU intervals */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (s->recs[off[mid]].pid < pid)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (hi = lo; hi < noff && s->recs[off[hi]].pid == pid;)
+      ++hi;
+    offcpu_slices(&w, s, off + lo, hi - lo);
   }
+  free(off);
   free(idx);
   free(stack_mark);
   free(frame_mark);
