@@ -205,6 +205,25 @@ elif mode == "perf-attach":
         if n:
             within(fn, 100.0 * incl(st, fn) / n, want, n, least=3.0)
     c.check(prog.wait(timeout=60) == 0, "the program did not end well after the attach")
+    # A process that ends 0.5 s after the attach and stays a zombie (this
+    # test reaps it only afterwards): the attach ends with it, and its CPU
+    # time is what the kernel says it used (it said 0.000 CPU-seconds and
+    # "0 samples per CPU-second" once the process was gone before a reading).
+    prog = subprocess.Popen([work, "loop", "0.5"], stdout=subprocess.PIPE, text=True)
+    c.check(prog.stdout.readline().strip() == "ready", "shape_work loop did not start")
+    cpu0 = cpu_of(prog.pid)
+    rc, out, err = xp("sample", "-f", "1000", "-p", str(prog.pid), "-o", "short")
+    cpu = cpu_of(prog.pid) - cpu0  # its final times: a zombie until the wait below
+    m = re.search(r"(\d+) samples per CPU-second \((\d+) samples, ([0-9.]+) CPU-seconds\)", err)
+    print(f"short process: {m.group(0) if m else err.strip()}; {cpu:.3f} CPU-s from before the attach")
+    c.check(rc == 0 and m is not None, f"short attach: {rc} {err}")
+    if m:
+        said = float(m.group(3))
+        # CPU time from /proc is in ticks (10 ms): two readings, two ticks.
+        c.check(0 < said <= cpu + 0.02, f"{said} CPU-s said, {cpu:.3f} used from before the attach")
+        c.check(said >= 0.8 * int(m.group(2)) / 1000 - 0.02,
+                f"{m.group(2)} samples at 1 kHz in {said} CPU-s said: the end was not counted")
+    c.check(prog.wait(timeout=60) == 0, "the short program did not end well")
     rc, out, err = xp("sample", "-p", "999999999", "-o", "gone")
     c.check(rc == 2 or (rc == 1 and "cannot attach to" in err), f"attach to no process: {rc} {err}")
 elif mode == "perf-short-thread":

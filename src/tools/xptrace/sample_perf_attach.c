@@ -76,8 +76,10 @@ static void attach_scan(perf_state_t *s, pid_t pid) {
     closedir(d);
 }
 
-/* The process's CPU time (utime + stime of every thread, ended ones too). */
-static double process_cpu(pid_t pid) {
+/* The process's CPU time (utime + stime of every thread, ended ones too),
+ * -1 when it is gone; *ended when it is a zombie (its times are final:
+ * its parent has not reaped it yet, and may never while we wait). */
+static double process_cpu(pid_t pid, bool *ended) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "re");
@@ -87,8 +89,10 @@ static double process_cpu(pid_t pid) {
   buf[n] = '\0';
   const char *p = strrchr(buf, ')');
   unsigned long long ut, st;
-  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+  char state;
+  if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &ut, &st) != 3)
     return -1;
+  *ended = state == 'Z' || state == 'X';
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -153,11 +157,14 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
   reader_t rd;
   reader_init(&rd, rings, nrings, true, pids[0]);
   xs_root(s.session, pids[0]);
-  double cpu0 = 0, cpu1 = 0;
-  for (size_t i = 0; i < n; ++i) {
+  /* Each process's first and latest CPU time (-p takes 64 at most). */
+  double cpu0 = 0, cpu1 = 0, first[64] = {0}, last[64] = {0};
+  for (size_t i = 0; i < n && i < 64; ++i) {
     reader_add(&rd, pids[i]);
     attach_scan(&s, pids[i]);
-    cpu0 += process_cpu(pids[i]);
+    bool ended = false;
+    double x = process_cpu(pids[i], &ended);
+    first[i] = last[i] = x > 0 ? x : 0;
   }
   bool threaded = reader_start(&rd);
   struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
@@ -168,28 +175,35 @@ int sample_perf_attach(const pid_t *pids, size_t n, double duration, const sampl
   clock_gettime(CLOCK_MONOTONIC, &t0);
   fprintf(stderr, "xptrace sample: attached to %s (pid %d%s); Ctrl-C ends\n", comm, (int)pids[0],
           n > 1 ? " and others" : "");
-  for (;;) {
-    double c = 0;
+  /* The CPU time is read every 10 ms: a process is gone (reaped) before
+   * the next reading, and what it used since the last one is not counted
+   * (at 50 ms, and with no reading at all for one that ended during the
+   * attach, a 0.3 s process was said to have used 0.000 CPU-seconds). */
+  for (unsigned round = 0;; ++round) {
     bool alive = false;
-    for (size_t i = 0; i < n; ++i) {
-      double x = process_cpu(pids[i]);
-      alive |= x >= 0;
-      c += x > 0 ? x : 0;
+    for (size_t i = 0; i < n && i < 64; ++i) {
+      bool ended = false;
+      double x = process_cpu(pids[i], &ended);
+      alive |= x >= 0 && !ended;
+      if (x > last[i])
+        last[i] = x; /* the last reading while it ran, or its final times */
     }
-    if (alive)
-      cpu1 = c; /* the last reading while they ran */
     clock_gettime(CLOCK_MONOTONIC, &t);
     double elapsed = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
     if (!alive || attach_stop || (duration > 0 && elapsed >= duration))
       break;
+    usleep(10000);
+    if (round % (threaded ? 5 : 2) != 0)
+      continue;
     if (!threaded)
       reader_poll(&rd);
-    usleep(threaded ? 50000 : 20000);
     handle_batch(&s, &rd);
     live_refresh(&s);
   }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  for (size_t i = 0; i < n && i < 64; ++i)
+    cpu0 += first[i], cpu1 += last[i];
   for (size_t k = 0; k < s.nlive; ++k) /* the last CPU times, for the diagnostics */
     live_refresh(&s);
   reader_stop(&rd);

@@ -426,9 +426,13 @@ uint64_t xs_session_finish(xs_session_t *s, const xs_method_stats_t *m) {
     double rate = m->effective_hz >= 0 ? m->effective_hz
                   : m->cpu_seconds > 0 ? (double)cpu_samples / m->cpu_seconds
                                        : 0;
-    fprintf(stderr, "xptrace sample: method %s (%s): %.0f samples per CPU-second (%llu samples, %.3f CPU-seconds)\n",
-            s->o.method, m->unwinder ? m->unwinder : "?", rate, (unsigned long long)cpu_samples,
-            m->cpu_seconds > 0 ? m->cpu_seconds : 0.0);
+    if (rate > 0 || m->cpu_seconds > 0)
+      fprintf(stderr, "xptrace sample: method %s (%s): %.0f samples per CPU-second (%llu samples, %.3f CPU-seconds)\n",
+              s->o.method, m->unwinder ? m->unwinder : "?", rate, (unsigned long long)cpu_samples,
+              m->cpu_seconds > 0 ? m->cpu_seconds : 0.0);
+    else /* no CPU time measured: no rate to give */
+      fprintf(stderr, "xptrace sample: method %s (%s): %llu samples; CPU time not measured\n",
+              s->o.method, m->unwinder ? m->unwinder : "?", (unsigned long long)cpu_samples);
     if (m->throttled)
       fprintf(stderr, "xptrace sample: the kernel throttled sampling %llu time(s) "
                       "(kernel.perf_event_max_sample_rate): ask a lower -f\n",
