@@ -528,8 +528,15 @@ def relay(mode):
         # now, 30 points below the lower for A, 20 for the off-relay C,
         # 20 above the higher.  Charged for its waits, A gave ~0 (its
         # bound is +45 or more).
+        # When the run itself said its threads waited for a CPU a quarter
+        # of their time or more, 30 above: docs/causal.md's measured limit
+        # there (the off-relay C read +23 % against -1 % at 2 busy
+        # processes per core: a delay's sleep gives its CPU away).
+        busy = re.search(r"waited for a CPU (\d+) %", se)
         lo = min(truth, ideal) - (30 if ideal else 20)
-        hi = max(truth, ideal) + 20
+        hi = max(truth, ideal) + (30 if busy else 20)
+        if busy:
+            print("busy machine: %s %% of runnable time waiting for a CPU" % busy.group(1))
         if not lo <= pred <= hi:
             fail("%s: %s at %s %% predicts %+.1f %%, the edited program is %+.1f %% faster "
                  "(%+d %% on an idle machine)" % (mode, tag, sp, pred, truth, ideal))
