@@ -87,3 +87,24 @@ def user_frames(stacks):
             n -= 1
         out.append((frames[:n], count))
     return out
+
+
+def attach_and_release(cmd, prog, cwd, preexec_fn=None):
+    """Starts `cmd` (an `xptrace sample -p` of `prog`, which waits for a
+    line on stdin), lets `prog` go once xptrace says its events are open,
+    and returns (xptrace's exit status, prog's stdout, xptrace's stderr)."""
+    import subprocess
+    xpt = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=preexec_fn)
+    err = ""
+    while True:  # its events are open once it says so
+        line = xpt.stderr.readline()
+        err += line
+        if not line or "attached to" in line or "cannot attach" in line:
+            break
+    prog.stdin.write("go\n")
+    prog.stdin.close()
+    out = prog.stdout.read()
+    prog.wait(timeout=120)
+    err += xpt.stderr.read()  # to its end: it ends with the program
+    return xpt.wait(timeout=120), out, err

@@ -276,24 +276,31 @@ static void *holder(void *arg) {
   return NULL;
 }
 
+/* "ready", then the waiting threads go when a line comes on stdin (the
+ * test attaches in between); false at end of input. */
+static bool release_on_go(bool restart_clock) {
+  char line[16];
+  printf("ready\n");
+  fflush(stdout);
+  if (!fgets(line, sizeof line, stdin))
+    return false;
+  pthread_mutex_lock(&go_lock);
+  if (restart_clock)
+    t_start = wall_now() + 0.005;
+  go = true;
+  pthread_cond_broadcast(&go_cond);
+  pthread_mutex_unlock(&go_lock);
+  return true;
+}
+
 static int run_offcpu(bool wait) {
   pthread_t w, h;
   go = !wait;
   t_start = wall_now() + 0.005;
   pthread_create(&h, NULL, holder, NULL);
   pthread_create(&w, NULL, waiter, NULL);
-  if (wait) {
-    char line[16];
-    printf("ready\n");
-    fflush(stdout);
-    if (!fgets(line, sizeof line, stdin))
-      return 2;
-    pthread_mutex_lock(&go_lock);
-    t_start = wall_now() + 0.005;
-    go = true;
-    pthread_cond_broadcast(&go_cond);
-    pthread_mutex_unlock(&go_lock);
-  }
+  if (wait && !release_on_go(true))
+    return 2;
   pthread_join(w, NULL);
   pthread_join(h, NULL);
   printf("tid waiter=%ld holder=%ld\n", waiter_tid, holder_tid);
@@ -338,15 +345,8 @@ static int run_many(int n) {
   for (int i = 0; i < n; ++i)
     if (pthread_create(&t[i], NULL, many_thread, NULL) != 0)
       return 2;
-  char line[16];
-  printf("ready\n");
-  fflush(stdout);
-  if (!fgets(line, sizeof line, stdin))
+  if (!release_on_go(false))
     return 2;
-  pthread_mutex_lock(&go_lock);
-  go = true;
-  pthread_cond_broadcast(&go_cond);
-  pthread_mutex_unlock(&go_lock);
   for (int i = 0; i < n; ++i)
     pthread_join(t[i], NULL);
   free(t);

@@ -30,7 +30,7 @@ import sys
 mode, xptrace, work, tests, scratch = sys.argv[1:6]
 sys.path.insert(0, os.path.join(tests, "sampler"))
 sys.path.insert(0, os.path.join(tests, "perfetto"))
-from samples import Checker, run, read_folded, total  # noqa: E402
+from samples import Checker, attach_and_release, run, read_folded, total  # noqa: E402
 from check_trace import parse_text, one  # noqa: E402
 
 shutil.rmtree(scratch, ignore_errors=True)
@@ -221,21 +221,8 @@ elif mode == "emfile":
     def low_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-    xpt = subprocess.Popen([xptrace, "sample", "-f", "1000", "--off-cpu", "-p", str(prog.pid), "-o", "m"],
-                           cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           preexec_fn=low_limit)
-    err = ""
-    while True:  # its events are open once it says so
-        line = xpt.stderr.readline()
-        err += line
-        if not line or "attached to" in line or "cannot attach" in line:
-            break
-    prog.stdin.write("go\n")
-    prog.stdin.close()
-    out = prog.stdout.read()
-    prog.wait(timeout=120)
-    err += xpt.stderr.read()
-    rc = xpt.wait(timeout=120)
+    rc, out, err = attach_and_release([xptrace, "sample", "-f", "1000", "--off-cpu", "-p", str(prog.pid), "-o", "m"],
+                                      prog, scratch, preexec_fn=low_limit)
     print(f"ulimit -n {limit} ({ncpu} CPUs): exit {rc}\n{err}")
     skip_if_refused(err)
     m = re.search(r"threads (\d+)\ncpu many=([0-9.]+)", out)

@@ -37,7 +37,7 @@ import sys
 
 mode, xptrace, work, tests, scratch = sys.argv[1:6]
 sys.path.insert(0, os.path.join(tests, "sampler"))
-from samples import Checker, run, read_folded, total  # noqa: E402
+from samples import Checker, attach_and_release, run, read_folded, total  # noqa: E402
 
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
@@ -253,20 +253,8 @@ elif mode in ("perf-offcpu", "perf-attach-offcpu"):
         prog = subprocess.Popen([work, "offcpu", "25", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True)
         c.check(prog.stdout.readline().strip() == "ready", "shape_work offcpu did not start")
-        xpt = subprocess.Popen([xptrace, "sample", "-f", "1000", "--off-cpu", "--clock", "both", "-p", str(prog.pid),
-                                "-o", "o"], cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        err = ""
-        while True:  # its events are open once it says so
-            line = xpt.stderr.readline()
-            err += line
-            if not line or "attached to" in line or "cannot attach" in line:
-                break
-        prog.stdin.write("go\n")
-        prog.stdin.close()
-        out = prog.stdout.read()
-        prog.wait(timeout=120)
-        err += xpt.stderr.read()  # to its end: it ends with the program
-        rc = xpt.wait(timeout=120)
+        rc, out, err = attach_and_release([xptrace, "sample", "-f", "1000", "--off-cpu", "--clock", "both", "-p",
+                                           str(prog.pid), "-o", "o"], prog, scratch)
         c.check(prog.returncode == 0, f"shape_work offcpu exit {prog.returncode}")
         if "sampling a running process needs per-CPU events" in err:
             print(f"SKIP [{mode}]: {err.strip()}")
