@@ -374,6 +374,7 @@ fn_frame_init(fn_frame_t *fr, uintptr_t sp, fn_func_t *fn, uintptr_t ret, bool r
   fr->recorded = recorded;
   fr->direct = direct;
   fr->forked = 0;
+  fr->site = 0;
 }
 
 /* Push a frame for fn; returns it (NULL: not pushed). */
@@ -404,15 +405,24 @@ static inline void fn_pop(fn_thread_t *t) {
 
 /* ---- compiler hooks (-finstrument-functions) ----------------------------------- */
 
-void fn_enter_cyg(uintptr_t addr, uintptr_t sp) {
+void fn_enter_cyg(uintptr_t addr, uintptr_t sp, uintptr_t site) {
   fn_thread_t *t = fn_thread();
   if (!t || t->busy)
     return;
   ++t->busy;
   fn_func_t *f = fn_func_get(addr);
   if (f && f->event) {
-    fn_pop_dead(t, sp, true);
-    if (!fn_push(t, f, sp))
+    /* A callee inlined into the top frame's function calls its hooks from
+     * that function's frame: the same stack address and the same call
+     * site.  It is nested in it, not a successor whose caller is gone
+     * (clang inlines atoi into main: main ended at atoi's entry). */
+    const fn_frame_t *top = t->depth ? &t->frames[t->depth - 1] : NULL;
+    bool inlined = top && site && top->sp == sp && top->site == site;
+    fn_pop_dead(t, sp, !inlined);
+    fn_frame_t *fr = fn_push(t, f, sp);
+    if (fr)
+      fr->site = site;
+    else
       ++t->overflow;
   }
   --t->busy;
@@ -441,7 +451,6 @@ void fn_exit_cyg(uintptr_t addr, uintptr_t sp) {
  * (or nothing to record) goes to the general functions above, which start
  * from the beginning. */
 FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
-  (void)call_site;
   uintptr_t addr = (uintptr_t)this_fn, sp = (uintptr_t)__builtin_frame_address(0) + 16;
   fn_thread_t *t = fn_tls;
   fn_func_t *f = &fn_map[fn_hash(addr)];
@@ -457,6 +466,7 @@ FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
     bool done = fn_rec_begin(t, f);
     if (done) {
       fn_frame_init(&t->frames[t->depth], sp, f, 0, true, true);
+      t->frames[t->depth].site = (uintptr_t)call_site;
       ++t->recorded;
       ++t->depth;
     }
@@ -465,7 +475,7 @@ FN_API void __cyg_profile_func_enter(void *this_fn, void *call_site) {
     if (done)
       return;
   }
-  fn_enter_cyg(addr, sp);
+  fn_enter_cyg(addr, sp, (uintptr_t)call_site);
 }
 
 FN_API void __cyg_profile_func_exit(void *this_fn, void *call_site) {

@@ -37,6 +37,7 @@ typedef struct fn_frame {
   uintptr_t sp;
   fn_func_t *fn;
   uintptr_t ret;    /* patched entries: the hijacked return address (0: none) */
+  uintptr_t site;   /* compiler hooks: the call site (an inlined callee's is its caller's) */
   uint64_t t0 : 61; /* --min-duration: start, CLOCK_MONOTONIC ns */
   uint64_t recorded : 1;
   uint64_t direct : 1; /* its begin went into the collector's chunk (fn_rec_begin) */
@@ -70,7 +71,7 @@ FN_HIDDEN extern atomic_bool fn_live; /* tracing on (XPTI stream ready, not stop
 /* fn_core.c */
 FN_HIDDEN fn_func_t *fn_func_get(uintptr_t addr);                  /* resolves on first sight */
 FN_HIDDEN fn_func_t *fn_func_add(uintptr_t addr, const char *name); /* patching: name known */
-FN_HIDDEN void fn_enter_cyg(uintptr_t fn_addr, uintptr_t sp);
+FN_HIDDEN void fn_enter_cyg(uintptr_t fn_addr, uintptr_t sp, uintptr_t site);
 FN_HIDDEN void fn_exit_cyg(uintptr_t fn_addr, uintptr_t sp);
 /* Patched entries (fn_tramp.S): slot holds the caller's return address. */
 FN_HIDDEN int fn_enter_patched(fn_func_t *fn, uintptr_t *slot);

@@ -135,7 +135,7 @@ def case_real():
     shutil.rmtree(run_dir, ignore_errors=True)
     _, err = run([XPTRACE, "run", "--functions", "-o", run_dir, "--", PROGRAM, "20"])
     at_exit = table_rows(err)
-    for name, calls in (("fib", "21891"), ("a", "3"), ("b", "3"), ("main", "1")):
+    for name, calls in (("fib", "21891"), ("a", "3"), ("b", "3"), ("main", "1"), ("halve", "1")):
         if name not in at_exit or at_exit[name][0] != calls:
             fail("table at exit: %s not %s calls:\n%s" % (name, calls, err))
     if at_exit["fib"][1] != at_exit["fib"][2]:
