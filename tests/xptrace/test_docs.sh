@@ -40,7 +40,7 @@ done >nodefault.txt
 # "causal --window" names a variable that option's meaning names; and
 # where the row's default is a number, the option's default is the same
 # number (sample --depth 256 and XPTRACE_SAMPLE_DEPTH 256).
-for sub in sample causal; do
+for sub in run sample causal; do
   awk -v cmd="$sub" -F' [|] ' '
     function opt_names(cell, w, k, i, out) { # "| `-f`, `--freq HZ`" -> " -f --freq "
       gsub(/[`,|]/, " ", cell); k = split(cell, w, " "); out = " "

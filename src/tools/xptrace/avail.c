@@ -45,9 +45,9 @@ static const char *const env[][2] = {
                        "./xptrace-<command>-<pid>)"},
     {"XPTRACE_TRACE_FORMAT", "perfetto (or json)"},
     {"XPTRACE_BUFFER_SIZE", "64M (below 64K or not a size: one message, then 64M)"},
-    {"XPTRACE_MAX_SIZE", "none"},
+    {"XPTRACE_MAX_SIZE", "none (run --max-size)"},
     {"XPTRACE_BUFFER_POLICY", "flush (or ring)"},
-    {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector)"},
+    {"XPTRACE_PERIODS", "unset: the whole run (time windows of every collector; run --periods)"},
     {"XPTRACE_STREAMS", "unset: every stream (naming none, e.g. ',': one message, then every "
                         "stream)"},
     {"XPTRACE_CLOCK", "auto: the TSC when invariant, else clock_gettime (or monotonic)"},

@@ -43,7 +43,8 @@ static const struct xopt run_opts[] = {
      "its own inside it, so several runs may share it ([merge.md](merge.md))",
      "`./xptrace-<command>-<pid of xptrace>`, a new folder (`-1`, `-2` ... if the name is taken)"},
     {"collectors", 'c', required_argument, "LIST", "comma list of perfetto, stats, text",
-     "comma list of `perfetto`, `stats`, `text`",
+     "comma list of `perfetto`, `stats`, `text` (`text` writes `text.log` in the output folder: "
+     "`XPTI_TEXT_OUTPUT`)",
      "`perfetto,stats`; with `--functions`, `perfetto`, then the per-function table counted while "
      "the trace is written ([functions.md](functions.md))"},
     {"format", OPT_FORMAT, required_argument, "perfetto\\|json", "trace format",
@@ -125,14 +126,17 @@ static const struct xopt run_opts[] = {
      "off"},
     {"exclude", OPT_FN_EXCLUDE, required_argument, "REGEX",
      "with --functions: not these functions (accumulates too)",
-     "with `--functions`: not the functions whose name REGEX is found in (several accumulate)",
+     "with `--functions`: not the functions whose name REGEX is found in (several accumulate; "
+     "`XPTRACE_FUNCTIONS_EXCLUDE`)",
      "none"},
     {"depth", OPT_FN_DEPTH, required_argument, "N",
      "with --functions: record nesting levels 1 to N only",
-     "with `--functions`: record nesting levels 1 to N only", "all"},
+     "with `--functions`: record nesting levels 1 to N only (`XPTRACE_FUNCTIONS_DEPTH`)", "all"},
     {"min-duration", OPT_FN_MIN_DURATION, required_argument, "D",
      "with --functions: only calls lasting D or more (10us, 1ms)",
-     "with `--functions`: only calls lasting D or more (`10us`, `1ms`)", "`0`"},
+     "with `--functions`: only calls lasting D or more (`10us`, `1ms`; "
+     "`XPTRACE_FUNCTIONS_MIN_DURATION`)",
+     "`0`"},
     {"counters", OPT_COUNTERS, required_argument, "LIST",
      "counter tracks (default, all, or names 'xptrace avail' lists) into "
      "counters.perfetto-trace",
