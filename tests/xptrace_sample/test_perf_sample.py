@@ -209,8 +209,12 @@ elif mode == "nosym":
         inside += k if m and start < int(m.group(1), 16) < start + size else 0
     c.check(inside == 0, f"hidden_spin split by address ({inside} samples not at its start): {st}")
     print(f"stripped.so+0x{start:x}..0x{start + size:x}: {100.0 * hits / max(total(st), 1):.1f}%")
-    c.check(abs(100.0 * hits / max(total(st), 1) - 75) <= 8, f"hidden_spin as module+0xoffset: {st}")
-    c.check(share(st, "plugin_hidden", False) >= 60, f"its caller plugin_hidden (in .dynsym): {st}")
+    # 3 units against 1, but the truth is the CPU time each spin really got
+    # (89.1 % for 75 nominal under the load harness; cf. mode plugin).
+    want = cpu_share(out, "plugin_spin", "main_spin")
+    print(f"(CPU time: {want:.1f}%)")
+    c.check(abs(100.0 * hits / max(total(st), 1) - want) <= 8, f"hidden_spin as module+0xoffset: {out} {st}")
+    c.check(share(st, "plugin_hidden", False) >= want - 8, f"its caller plugin_hidden (in .dynsym): {st}")
 elif mode == "buildid":
     # The plugin's file is replaced (same path, another build id) after
     # the program unloaded it: no names read from the wrong file.
@@ -231,7 +235,9 @@ elif mode == "buildid":
     c.check(p.returncode == 0 and line == "closed\n", f"exit {p.returncode}: {line} {err}")
     c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
     c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
-    c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= 0.6 * total(st), f"swap.so frames: {st}")
+    want = cpu_share(out, "plugin_spin", "main_spin")  # 75 nominal: the CPU time it got
+    c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= (want - 8) / 100 * total(st),
+            f"swap.so frames ({want:.1f}% of the CPU time): {out} {st}")
 elif mode == "kcache":
     # Kernel names come from a cache of /proc/kallsyms per boot and module
     # set, kept in XDG_CACHE_HOME/xptrace when private to us: written by
