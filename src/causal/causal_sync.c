@@ -451,8 +451,12 @@ CAUSAL_API void pthread_exit(void *ret) {
 }
 
 CAUSAL_API int pthread_mutex_lock(pthread_mutex_t *m) {
-  /* Free: no wait on another thread, nothing to pay or excuse.  Any
-   * answer but EBUSY (0, EOWNERDEAD, EAGAIN...) is lock's own. */
+  /* Pay before taking the lock, free or not: a debt paid inside the
+   * critical section holds the lock longer, which no delay of the model
+   * does (a busy mutex's line predicted +18 % for a real +41 %). */
+  causal_catch_up(&tls.state);
+  /* Free: no wait on another thread, nothing to excuse.  Any answer but
+   * EBUSY (0, EOWNERDEAD, EAGAIN...) is lock's own. */
   int rc = real_pthread_mutex_trylock()(m);
   if (rc != EBUSY)
     return rc;
