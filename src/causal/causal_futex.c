@@ -79,7 +79,7 @@ __attribute__((no_sanitize_address)) CAUSAL_API long syscall(long n, ...) {
   }
   int kind = futex_kind(n, a[1]);
   if (kind == 2)
-    causal_pay();
+    causal_pre_wake();
   if (kind != 1)
     return f(n, a[0], a[1], a[2], a[3], a[4], a[5]);
   causal_pre_block();

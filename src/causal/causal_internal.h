@@ -65,10 +65,11 @@ void causal_thread_stop(causal_thread_t *t);
 bool causal_sync_init(void);
 /* The calling thread is about to wait (pays what it owes first) / waited,
  * woken by another thread (excused the delays added meanwhile) or not;
- * pays before it may wake another.  For the I/O wrappers (causal_io.c). */
+ * is about to wake another (counts its span, pays).  For the I/O and
+ * futex wrappers (causal_io.c, causal_futex.c). */
 void causal_pre_block(void);
 void causal_post_block(bool woken);
-void causal_pay(void);
+void causal_pre_wake(void);
 void causal_sync_resolve(void);
 /* Look the wrapped calls' real functions up before the program runs. */
 void causal_io_resolve(void);
