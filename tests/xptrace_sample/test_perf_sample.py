@@ -49,12 +49,19 @@ def cpu_share(out, first, second):
     return 100.0 * a / (a + b) if a > 0 and b > 0 else 0.0
 
 
+def user_leaf(frames):
+    """The program's innermost frame: an interrupt's kernel frames (a timer
+    tick, softirqs: 19 % of the samples on a busy machine) may sit above it."""
+    user = [x for x in frames[1:] if not x.endswith("_[k]")]
+    return user[-1] if user else frames[-1]
+
+
 def share(stacks, fn, self_only=True):
     n = total(stacks)
     if not n:
         return 0.0
     if self_only:
-        return 100.0 * sum(k for f, k in stacks if f[-1] == fn) / n
+        return 100.0 * sum(k for f, k in stacks if user_leaf(f) == fn) / n
     return 100.0 * sum(k for f, k in stacks if fn in f[1:]) / n
 
 
@@ -236,7 +243,8 @@ elif mode == "buildid":
     c.check(f"xptrace sample: {lib} was replaced after it was mapped (another build id)" in err, err)
     c.check(share(st, "plugin_spin", False) == 0, f"named from the replacing file: {st}")
     want = cpu_share(out, "plugin_spin", "main_spin")  # 75 nominal: the CPU time it got
-    c.check(sum(k for f, k in st if f[-1].startswith("swap.so+0x")) >= (want - 8) / 100 * total(st),
+    # any frame: an interrupt's kernel frames may sit above it (36 of 231 samples under load)
+    c.check(sum(k for f, k in st if any(x.startswith("swap.so+0x") for x in f[1:])) >= (want - 8) / 100 * total(st),
             f"swap.so frames ({want:.1f}% of the CPU time): {out} {st}")
 elif mode == "kcache":
     # Kernel names come from a cache of /proc/kallsyms per boot and module
